@@ -1,0 +1,196 @@
+"""Seconds per federated round: batched learner vs a plain per-client torch loop.
+
+Setting: N clients (default 1000), K selected per round (default 100), multinomial logistic
+regression on MNIST-1D shaped data (40 features, 10 classes; the ``mnist1d`` dataset when it is
+available, else random data of that shape), 5 local SGD steps of batch 32, then each client's
+update is clipped to L2 norm 1 and gets its own Gaussian noise N(0, sigma_k^2 I), and the
+server averages and applies the updates.
+
+Columns:
+  (a) fedgame end to end (``FedGameModel.step()``: agents, accounting, DataCollector),
+  (b) the batched learner alone (``BatchedLearner.train`` + batched clip/noise/aggregate),
+  (c) the reference sequential loop (``fedgame.learning.reference.sequential_train`` + a
+      per-client clip/noise loop), from the same batch indices,
+and the speed-up (c)/(b).
+
+Usage: ``python bench/round_speed.py [--threads N] [--rounds R] [--warmup W] [--device cpu]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+import torch
+
+from fedgame.learning.batched import BatchedLearner, clip_scale
+from fedgame.learning.models import LogReg, init_parameters
+from fedgame.learning.reference import sequential_train
+from fedgame.learning.settings import TrainingSettings
+
+
+def load_data(num_train: int, *, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """MNIST-1D when its generator exists, else random data of the same shape."""
+    rng = np.random.default_rng(seed)
+    try:
+        from fedgame.data.mnist1d import Mnist1D
+
+        ds = Mnist1D(Mnist1D.Config(num_samples=int(num_train / 0.8) + 10)).load(
+            rng=rng, num_clients=1
+        )
+        return ds.x_train[:num_train], ds.y_train[:num_train], "mnist1d"
+    except ImportError:
+        x = rng.standard_normal((num_train, 40)).astype(np.float32)
+        return x, rng.integers(0, 10, num_train), "random (40 features)"
+
+
+def time_end_to_end(args: argparse.Namespace) -> float:
+    """(a) median seconds per ``FedGameModel.step()`` on the same setting, end to end.
+
+    The whole round: faults, offer, responses, selection, batched training, clip + Gaussian
+    noise per client, upload, aggregation, evaluation, accounting and DataCollector rows.
+    """
+    from fedgame.model import FedGameModel
+    from fedgame.scenario.load import validate
+
+    scenario = validate(
+        {
+            "name": "bench",
+            "seed": args.seed,
+            "rounds": args.warmup + args.rounds,
+            "population": {
+                "clients": args.clients,
+                "budget": {"epsilon": {"dist": "uniform", "low": 5.0, "high": 50.0}},
+            },
+            "data": {
+                "dataset": {"kind": "mnist1d", "num_samples": int(args.samples / 0.8) + 10},
+                "partition": "iid",
+            },
+            "model": "logreg",
+            "training": {"local_steps": 5, "batch_size": 32, "lr": 0.05, "device": args.device},
+            "selection": {"kind": "uniform", "k": args.selected},
+            "privacy": {"kind": "gaussian", "clip": 1.0},
+            "network": {"faults": "none"},
+        }
+    )
+    model = FedGameModel(scenario)
+    times = []
+    for t in range(args.warmup + args.rounds):
+        start = time.perf_counter()
+        model.step()
+        if model.world.device.type == "cuda":
+            torch.cuda.synchronize()
+        if t >= args.warmup:
+            times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def main() -> None:
+    """Parse flags, time (a), (b), (c) and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--clients", type=int, default=1000)
+    parser.add_argument("--selected", type=int, default=100)
+    parser.add_argument("--samples", type=int, default=40000)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    x, y, source = load_data(args.samples, seed=args.seed)
+    rng = np.random.default_rng(args.seed + 1)
+    client_indices = np.array_split(rng.permutation(len(y)), args.clients)
+    settings = TrainingSettings(local_steps=5, batch_size=32, lr=0.05, device=args.device)
+    module = LogReg().build(input_shape=(40,), num_classes=10)
+    gen = torch.Generator()
+    gen.manual_seed(args.seed)
+    params = init_parameters(module, generator=gen)
+    learner = BatchedLearner(
+        module,
+        params=params,
+        x_train=x,
+        y_train=y,
+        x_test=x[:1000],
+        y_test=y[:1000],
+        client_indices=client_indices,
+        settings=settings,
+        device=args.device,
+    )
+    sigma = torch.from_numpy(rng.uniform(0.001, 0.01, args.clients)).float()
+    selections = [
+        rng.choice(args.clients, size=args.selected, replace=False).tolist()
+        for _ in range(args.warmup + args.rounds)
+    ]
+
+    def round_batched(t: int) -> None:
+        ids = selections[t]
+        res = learner.train(ids, round_index=t, generator=gen)
+        u = res.updates
+        u = u * clip_scale(u.norm(dim=1), bound=1.0)[:, None]
+        noise = torch.randn(u.shape, generator=gen).to(u.device)
+        u = u + sigma[ids].to(u.device)[:, None] * noise
+        learner.apply_update(u.mean(dim=0))
+
+    x_t, y_t = torch.from_numpy(x), torch.from_numpy(y)
+
+    def round_sequential(t: int) -> None:
+        ids = selections[t]
+        batches = learner.sample_batches(ids, round_index=t, generator=gen)
+        glob = learner.layout.unflatten(learner.global_params.cpu())
+        res = sequential_train(
+            module,
+            params=glob,
+            x_train=x_t,
+            y_train=y_t,
+            client_indices=client_indices,
+            client_ids=ids,
+            batches=batches.__class__(batches.indices.cpu(), batches.mask.cpu()),
+            settings=settings,
+            round_index=t,
+        )
+        total = torch.zeros(learner.num_params)
+        for k, cid in enumerate(ids):
+            u = res.updates[k]
+            u = u * min(1.0, 1.0 / max(float(u.norm()), 1e-12))
+            u = u + float(sigma[cid]) * torch.randn(u.shape, generator=gen)
+            total += u
+        learner.apply_update(total / len(ids))
+
+    def seconds_per_round(fn) -> float:
+        """Median wall time of one round (robust to other jobs on a shared machine)."""
+        for t in range(args.warmup):
+            fn(t)
+        times = []
+        for t in range(args.warmup, args.warmup + args.rounds):
+            start = time.perf_counter()
+            fn(t)
+            if learner.device.type == "cuda":
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    import warnings
+
+    warnings.simplefilter("ignore")
+    a = time_end_to_end(args)
+    b = seconds_per_round(round_batched)
+    c = seconds_per_round(round_sequential)
+    print(
+        f"data: {source}; N={args.clients} K={args.selected} logreg, 5 local steps, batch 32; "
+        f"threads={args.threads} device={learner.device}; {args.rounds} rounds after "
+        f"{args.warmup} warm-up (median)"
+    )
+    print(f"{'variant':<34}{'s/round':>10}")
+    print(f"{'(a) fedgame end to end':<34}{a:>10.4f}")
+    print(f"{'(b) batched learner':<34}{b:>10.4f}")
+    print(f"{'(c) sequential per-client loop':<34}{c:>10.4f}")
+    print(f"{'speed-up (c)/(b)':<34}{c / b:>9.1f}x   (target >= 8x)")
+    print(f"{'overhead (a)/(b)':<34}{a / b:>9.2f}x   (target <= 1.3x)")
+
+
+if __name__ == "__main__":
+    main()

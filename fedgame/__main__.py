@@ -1,0 +1,7 @@
+"""``python -m fedgame`` runs the command line."""
+
+import sys
+
+from fedgame.cli import main
+
+sys.exit(main())

@@ -1,0 +1,56 @@
+"""The parameter server: the Stackelberg leader that prices, selects and aggregates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import mesa
+import torch
+
+from fedgame.views import ClientView, MarketView, Offer, Response, RoundInfo, Selection
+
+if TYPE_CHECKING:
+    from fedgame.model import FedGameModel
+
+
+class ServerAgent(mesa.Agent):
+    """Holds the leader's plug-ins (incentive, selection, aggregation) and their outputs.
+
+    It announces the round's offer, chooses participants among the reachable clients that
+    accepted, aggregates what arrives and pays for it.
+    """
+
+    model: FedGameModel
+
+    def __init__(self, model: FedGameModel, *, incentive: Any, selection: Any, aggregation: Any):
+        super().__init__(model)
+        self.incentive = incentive
+        self.selection_rule = selection
+        self.aggregation = aggregation
+        self.offer_made = Offer()
+        self.selection = Selection(())
+        self.payments: dict[int, float] = {}
+
+    def make_offer(self, market: MarketView, info: RoundInfo) -> Offer:
+        self.offer_made = self.incentive.offer(market, info=info)
+        return self.offer_made
+
+    def select(self, candidates: Sequence[ClientView], info: RoundInfo) -> Selection:
+        rng = self.model.plan.rng("selection", info.round)
+        self.selection = self.selection_rule.select(candidates, info=info, rng=rng)
+        return self.selection
+
+    def aggregate(
+        self,
+        updates: torch.Tensor,
+        clients: Sequence[ClientView],
+        dropped: Sequence[ClientView],
+        info: RoundInfo,
+    ) -> torch.Tensor | None:
+        rng = self.model.plan.rng("masks", info.round)
+        return self.aggregation.aggregate(updates, clients=clients, dropped=dropped, rng=rng)
+
+    def pay(self, delivered: Sequence[Response], info: RoundInfo) -> dict[int, float]:
+        self.payments = self.incentive.settle(self.offer_made, delivered, info=info)
+        return self.payments

@@ -1,0 +1,54 @@
+"""Load run folders into tidy pandas frames."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from fedgame.errors import FedGameError
+
+
+@dataclass
+class Run:
+    """One run: ``rounds`` (one row per round), ``clients`` (one row per round x client)."""
+
+    path: Path
+    rounds: pd.DataFrame
+    clients: pd.DataFrame
+    manifest: dict[str, Any]
+    scenario: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        return str(self.manifest.get("status", "unknown"))
+
+
+def find_runs(path: str | Path) -> list[Path]:
+    """Every run folder (one holding a ``manifest.json``) at or under ``path``, oldest first."""
+    root = Path(path)
+    if (root / "manifest.json").is_file():
+        return [root]
+    return sorted(p.parent for p in root.rglob("manifest.json"))
+
+
+def load_run(path: str | Path) -> Run:
+    """Load a run folder; given a folder of runs (e.g. ``results/quickstart``), the newest one."""
+    runs = find_runs(path)
+    if not runs:
+        raise FedGameError(f"{path}: no run folder (one with a manifest.json) found there")
+    run_dir = runs[-1]
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    scenario_file = run_dir / "scenario.resolved.yaml"
+    scenario = yaml.safe_load(scenario_file.read_text()) if scenario_file.is_file() else {}
+    return Run(
+        path=run_dir,
+        rounds=pd.read_parquet(run_dir / "rounds.parquet"),
+        clients=pd.read_parquet(run_dir / "clients.parquet"),
+        manifest=manifest,
+        scenario=scenario,
+    )

@@ -1,0 +1,138 @@
+"""The ``Dataset`` container, split helpers and the bundled ``digits`` dataset.
+
+Every dataset plug-in (family ``"dataset"``) has a nested pydantic ``Config`` and a method
+``load(*, rng, num_clients) -> Dataset``. All randomness (train/test split, subsampling,
+procedural generation) comes from the ``rng`` passed in, so a dataset is a pure function of its
+config and the ``data`` stream of the :class:`~fedgame.seeding.SeedPlan`.
+
+Feature scaling conventions: image pixels are scaled to ``[0, 1]`` (``digits``, ``mnist``,
+``fashion_mnist``); procedural data is left on its natural scale (``synthetic``) or
+standardised over the whole dataset (``mnist1d``, as in the original generator).
+
+Other loaders live in :mod:`fedgame.data.idx` (MNIST, Fashion-MNIST),
+:mod:`fedgame.data.synthetic` (FedProx Synthetic) and :mod:`fedgame.data.mnist1d`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from fedgame.registry import register
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A classification dataset held in memory.
+
+    Attributes:
+        name: registry name of the dataset.
+        x_train: float32 features, shape ``[n_train, *input_shape]``.
+        y_train: int64 labels in ``[0, num_classes)``, shape ``[n_train]``.
+        x_test: float32 features, shape ``[n_test, *input_shape]``.
+        y_test: int64 labels, shape ``[n_test]``.
+        num_classes: number of classes.
+        input_shape: shape of one sample (``(1, 28, 28)`` for MNIST, ``(40,)`` for MNIST-1D).
+        groups: for datasets federated by construction, the generating client/group id of each
+            training sample (shape ``[n_train]``, int64); ``None`` otherwise.
+    """
+
+    name: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    num_classes: int
+    input_shape: tuple[int, ...]
+    groups: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for split, x, y in (
+            ("train", self.x_train, self.y_train),
+            ("test", self.x_test, self.y_test),
+        ):
+            if x.dtype != np.float32 or y.dtype != np.int64:
+                raise TypeError(f"{self.name} {split}: need float32 x and int64 y")
+            if x.shape[1:] != tuple(self.input_shape) or x.shape[0] != y.shape[0] or y.ndim != 1:
+                raise ValueError(f"{self.name} {split}: x {x.shape} and y {y.shape} disagree")
+            if y.size and (y.min() < 0 or y.max() >= self.num_classes):
+                raise ValueError(f"{self.name} {split}: labels outside [0, {self.num_classes})")
+        if self.groups is not None and self.groups.shape != self.y_train.shape:
+            raise ValueError(f"{self.name}: groups shape {self.groups.shape} != y_train shape")
+
+    @property
+    def num_train(self) -> int:
+        """Number of training samples."""
+        return int(self.y_train.shape[0])
+
+    @property
+    def num_test(self) -> int:
+        """Number of test samples."""
+        return int(self.y_test.shape[0])
+
+
+def stratified_split(
+    labels: np.ndarray, *, test_fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded stratified train/test split.
+
+    Each class puts ``round(test_fraction * n_c)`` of its samples, chosen with ``rng``, in the
+    test set, keeping at least one in the training set when ``n_c > 1``.
+
+    Returns:
+        Sorted int64 index arrays ``(train, test)`` covering every sample exactly once.
+    """
+    test: list[np.ndarray] = []
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        k = min(round(test_fraction * idx.size), max(idx.size - 1, 0))
+        test.append(rng.permutation(idx)[:k])
+    test_idx = np.sort(np.concatenate(test)).astype(np.int64) if test else np.empty(0, np.int64)
+    mask = np.ones(labels.shape[0], dtype=bool)
+    mask[test_idx] = False
+    return np.flatnonzero(mask).astype(np.int64), test_idx
+
+
+def subsample(n: int, cap: int | None, *, rng: np.random.Generator) -> np.ndarray:
+    """Sorted indices of a seeded uniform subsample of ``min(n, cap)`` out of ``n`` items."""
+    if cap is None or cap >= n:
+        return np.arange(n, dtype=np.int64)
+    return np.sort(rng.choice(n, size=cap, replace=False)).astype(np.int64)
+
+
+@register("dataset", "digits")
+class Digits:
+    """scikit-learn's bundled 8x8 handwritten digits (1,797 images, 10 classes, no download).
+
+    Pixels (0-16) are scaled to ``[0, 1]``; samples have shape ``(1, 8, 8)``. The train/test
+    split is stratified and drawn from ``rng``.
+    """
+
+    class Config(BaseModel):
+        """Parameters of ``digits``."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        test_fraction: float = Field(0.2, gt=0.0, lt=1.0)
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    def load(self, *, rng: np.random.Generator, num_clients: int) -> Dataset:
+        """Load the digits and split them into train and test."""
+        from sklearn.datasets import load_digits
+
+        bunch = load_digits()
+        x = (np.asarray(bunch.images, dtype=np.float32) / 16.0)[:, None, :, :]
+        y = np.asarray(bunch.target, dtype=np.int64)
+        train, test = stratified_split(y, test_fraction=self.config.test_fraction, rng=rng)
+        return Dataset(
+            name="digits",
+            x_train=x[train],
+            y_train=y[train],
+            x_test=x[test],
+            y_test=y[test],
+            num_classes=10,
+            input_shape=(1, 8, 8),
+        )

@@ -1,0 +1,188 @@
+"""IDX file reader and the ``mnist`` / ``fashion_mnist`` datasets read from a local folder.
+
+Nothing is downloaded: the four IDX files (``train-images-idx3-ubyte``,
+``train-labels-idx1-ubyte``, ``t10k-images-idx3-ubyte``, ``t10k-labels-idx1-ubyte``, each raw
+or gzipped) must be in ``Config.path``. Fashion-MNIST defaults to the folder where Debian's
+``dataset-fashion-mnist`` package installs it (``/usr/share/datasets/fashion-mnist``).
+A missing file raises :class:`~fedgame.errors.ScenarioError` on key ``path``, naming the
+files, the folder and how to get them.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from fedgame.data.datasets import Dataset, subsample
+from fedgame.errors import ScenarioError
+from fedgame.registry import register
+
+IDX_FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+DEBIAN_FASHION_DIRS = ("/usr/share/datasets/fashion-mnist",)
+_IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """Read one IDX file (raw or ``.gz``) into an array of its stored dtype and shape."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        raw = fh.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
+        raise ScenarioError("path", str(path), "is not an IDX file (bad magic number)")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    shape = tuple(int(d) for d in np.frombuffer(raw[4:header], dtype=">u4"))
+    dtype = np.dtype(_IDX_DTYPES[raw[2]])
+    count = int(np.prod(shape, dtype=np.int64))
+    if len(raw) - header != count * dtype.itemsize:
+        raise ScenarioError("path", str(path), f"is truncated: header announces shape {shape}")
+    return np.frombuffer(raw, dtype=dtype, count=count, offset=header).reshape(shape)
+
+
+def find_idx_files(folder: Path) -> tuple[dict[str, Path], list[str]]:
+    """Locate the four IDX files in ``folder``; returns ``(found, missing)`` by base name."""
+    found: dict[str, Path] = {}
+    missing: list[str] = []
+    for name in IDX_FILES:
+        dotted = name.replace("-idx", ".idx")
+        candidates = [folder / f for f in (name, f"{name}.gz", dotted, f"{dotted}.gz")]
+        hit = next((c for c in candidates if c.is_file()), None)
+        if hit is None:
+            missing.append(name)
+        else:
+            found[name] = hit
+    return found, missing
+
+
+@functools.lru_cache(maxsize=1)
+def debian_fashion_mnist_dir() -> Path | None:
+    """Folder holding Debian's ``dataset-fashion-mnist`` files, or ``None`` when not installed."""
+    for folder in DEBIAN_FASHION_DIRS:
+        if not find_idx_files(Path(folder))[1]:
+            return Path(folder)
+    dpkg = shutil.which("dpkg")
+    if dpkg is None:
+        return None
+    listing = subprocess.run(
+        [dpkg, "-L", "dataset-fashion-mnist"], capture_output=True, text=True, check=False
+    )
+    for line in listing.stdout.splitlines():
+        if line.endswith(f"{IDX_FILES[0]}.gz") or line.endswith(IDX_FILES[0]):
+            return Path(line).parent
+    return None
+
+
+class IdxConfig(BaseModel):
+    """Parameters shared by the IDX-backed datasets."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str | None = None
+    max_train: int | None = Field(None, ge=1)
+    max_test: int | None = Field(None, ge=1)
+
+
+class _IdxDataset:
+    """Base of the IDX-backed datasets: locate, read, scale to [0, 1], subsample."""
+
+    name = ""
+    how_to_get = ""
+    Config = IdxConfig
+
+    def __init__(self, config: IdxConfig) -> None:
+        self.config = config
+
+    def default_folder(self) -> Path | None:
+        return None
+
+    def folder(self) -> Path:
+        """The folder to read from; raises ``ScenarioError`` when it lacks any file."""
+        files = ", ".join(f"{n}[.gz]" for n in IDX_FILES)
+        if self.config.path is not None:
+            folder = Path(self.config.path).expanduser()
+        else:
+            default = self.default_folder()
+            if default is None:
+                raise ScenarioError(
+                    "path", ..., f"is not set: give a folder holding {files}; {self.how_to_get}"
+                )
+            folder = default
+        missing = find_idx_files(folder)[1]
+        if missing:
+            raise ScenarioError(
+                "path",
+                str(folder),
+                f"lacks {', '.join(f'{m}[.gz]' for m in missing)} in folder {folder}; "
+                f"{self.how_to_get}",
+            )
+        return folder
+
+    def load(self, *, rng: np.random.Generator, num_clients: int) -> Dataset:
+        """Read the IDX files, scale pixels to [0, 1] and apply the ``max_*`` caps."""
+        folder = self.folder()
+        found, _ = find_idx_files(folder)
+        arrays = {name: read_idx(path) for name, path in found.items()}
+        parts = []
+        for split, cap in (("train", self.config.max_train), ("t10k", self.config.max_test)):
+            images = arrays[f"{split}-images-idx3-ubyte"]
+            labels = arrays[f"{split}-labels-idx1-ubyte"]
+            if images.ndim != 3 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:
+                raise ScenarioError(
+                    "path",
+                    str(folder),
+                    f"holds {split} images {images.shape} and labels {labels.shape} that differ",
+                )
+            keep = subsample(labels.shape[0], cap, rng=rng)
+            x = (images[keep].astype(np.float32) / 255.0)[:, None, :, :]
+            parts.append((x, labels[keep].astype(np.int64)))
+        (x_train, y_train), (x_test, y_test) = parts
+        return Dataset(
+            name=self.name,
+            x_train=x_train,
+            y_train=y_train,
+            x_test=x_test,
+            y_test=y_test,
+            num_classes=10,
+            input_shape=tuple(int(d) for d in x_train.shape[1:]),
+        )
+
+
+@register("dataset", "mnist")
+class Mnist(_IdxDataset):
+    """MNIST handwritten digits (60k/10k, 28x28, 10 classes) from local IDX files in ``path``.
+
+    Pixels are scaled to ``[0, 1]``; samples have shape ``(1, 28, 28)``. ``max_train`` and
+    ``max_test`` keep a seeded uniform subsample.
+    """
+
+    name = "mnist"
+    how_to_get = "download the four MNIST IDX files (raw or .gz) into that folder"
+
+
+@register("dataset", "fashion_mnist")
+class FashionMnist(_IdxDataset):
+    """Fashion-MNIST (Xiao et al. 2017; 60k/10k, 28x28, 10 classes) from local IDX files.
+
+    Defaults to Debian's ``dataset-fashion-mnist`` folder. Pixels are scaled to ``[0, 1]``;
+    samples have shape ``(1, 28, 28)``. ``max_train``/``max_test`` keep a seeded subsample.
+    """
+
+    name = "fashion_mnist"
+    how_to_get = (
+        "install them with `apt-get install dataset-fashion-mnist` (Debian/Ubuntu) or download "
+        "the four Fashion-MNIST IDX files (raw or .gz) into that folder"
+    )
+
+    def default_folder(self) -> Path | None:
+        return debian_fashion_mnist_dir() or Path(DEBIAN_FASHION_DIRS[0])

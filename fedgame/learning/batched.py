@@ -1,0 +1,268 @@
+"""The batched learner: every selected client of a round trains in one vectorised computation.
+
+Per-client parameters are rows of one ``[K, P]`` tensor. A step computes all K gradients at
+once with ``torch.func.vmap`` over ``grad`` of the loss of ``functional_call`` (one module
+skeleton, never one module per client), gathering each client's minibatch from one shared
+on-device data tensor through a precomputed padded ``[N, max_n]`` index matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call, grad_and_value, vmap
+
+from fedgame.errors import DivergenceError
+from fedgame.learning.evaluate import accuracy_and_loss
+from fedgame.learning.models import ParamLayout
+from fedgame.learning.settings import TrainingSettings
+
+_CHUNK_ELEMENTS = 1 << 24  # bound on K * samples * width held at once (per-sample grads)
+
+
+@dataclass(frozen=True)
+class LocalResult:
+    """Outcome of one round of local training for K clients."""
+
+    updates: Tensor  # [K, P]: theta_k - theta_global after local training, before privacy
+    train_loss: Tensor  # [K]: mean over local steps of the minibatch loss (before each step)
+
+
+@dataclass(frozen=True)
+class Batches:
+    """Sample indices into ``x_train`` per client and step, with a validity mask.
+
+    ``indices`` and ``mask`` are ``[K, steps, B]``. ``local_sgd`` masks nothing (except clients
+    without data); ``fedsgd`` has one step over the client's padded full data.
+    """
+
+    indices: Tensor
+    mask: Tensor
+
+    def weights(self, dtype: torch.dtype) -> Tensor:
+        """Per-sample weights of each step's masked mean (zero for padding)."""
+        m = self.mask.to(dtype)
+        return m / m.sum(dim=-1, keepdim=True).clamp_min(1.0)
+
+
+def clip_scale(norms: Tensor, *, bound: float) -> Tensor:
+    """Per-sample clipping factor ``1 / max(1, ||g|| / bound)``.
+
+    DPFL-BCS (paper 000, notes §1.4, per-sample clipping before averaging; the ``l1`` norm for
+    the Laplace mechanism) and Abadi et al.'s DP-SGD: a clipped gradient has norm ``<= bound``.
+    """
+    return 1.0 / torch.clamp(norms / bound, min=1.0)
+
+
+def cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
+    """Per-sample cross-entropy ``logsumexp(z) - z_y`` (no reduction).
+
+    Same value as ``F.cross_entropy(..., reduction="none")``, but on CPU ``logsumexp`` is much
+    faster than ``log_softmax`` for few classes and many small batches.
+    """
+    return torch.logsumexp(logits, dim=-1) - logits.gather(-1, y.unsqueeze(-1)).squeeze(-1)
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``"auto"`` becomes CUDA when available, else CPU; anything else is passed to torch."""
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class BatchedLearner:
+    """All clients' local training as one batched ``vmap`` computation.
+
+    Holds the global model as a flat vector ``[P]``, the training and test data on ``device``,
+    and each client's sample indices. ``train`` runs ``settings.local_steps`` SGD steps (or one
+    full-data step in ``fedsgd`` mode) for K clients at once and returns their updates
+    ``theta_k - theta_global``; optional per-sample clipping and per-step Gaussian noise give
+    DP-SGD style local training.
+    """
+
+    def __init__(
+        self,
+        module: nn.Module,
+        *,
+        params: dict[str, Tensor],
+        x_train: np.ndarray | Tensor,
+        y_train: np.ndarray | Tensor,
+        x_test: np.ndarray | Tensor,
+        y_test: np.ndarray | Tensor,
+        client_indices: Sequence[np.ndarray],
+        settings: TrainingSettings,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        self.device = resolve_device(device)
+        self.module = module
+        self.settings = settings
+        self.layout = ParamLayout.of(params)
+        self.num_params = self.layout.numel
+        self.dtype = next(iter(params.values())).dtype
+        self._global = self.layout.flatten(params).detach().to(self.device, self.dtype).clone()
+        self.x_train = torch.as_tensor(x_train).to(self.device, self.dtype)
+        self.y_train = torch.as_tensor(y_train).to(self.device, torch.int64)
+        self.x_test = torch.as_tensor(x_test).to(self.device, self.dtype)
+        self.y_test = torch.as_tensor(y_test).to(self.device, torch.int64)
+        self._padded, self._counts = _pad_indices(client_indices, n=int(self.x_train.shape[0]))
+        self._padded = self._padded.to(self.device)
+        self._counts = self._counts.to(self.device)
+        self.client_sizes = self._counts.cpu().numpy()
+        inner = vmap(grad_and_value(self._sample_loss), in_dims=(None, 0, 0))
+        self._mean_grad = vmap(grad_and_value(self._weighted_loss))
+        self._sample_grads = vmap(inner)
+
+    # -- losses seen by torch.func -------------------------------------------------------
+    def _weighted_loss(self, flat: Tensor, x: Tensor, y: Tensor, w: Tensor) -> Tensor:
+        logits = functional_call(self.module, self.layout.unflatten(flat), (x,))
+        return (cross_entropy(logits, y) * w).sum()
+
+    def _sample_loss(self, flat: Tensor, x: Tensor, y: Tensor) -> Tensor:
+        logits = functional_call(self.module, self.layout.unflatten(flat), (x.unsqueeze(0),))
+        return cross_entropy(logits, y.unsqueeze(0))[0]
+
+    # -- public API ----------------------------------------------------------------------
+    @property
+    def global_params(self) -> Tensor:
+        """A copy of the global model as a flat vector ``[P]``."""
+        return self._global.clone()
+
+    def set_global_params(self, flat: Tensor) -> None:
+        """Replace the global model by ``flat`` (``[P]``)."""
+        if tuple(flat.shape) != (self.num_params,):
+            raise ValueError(f"expected shape ({self.num_params},), got {tuple(flat.shape)}")
+        self._global = flat.detach().to(self.device, self.dtype).clone()
+
+    def apply_update(self, delta: Tensor) -> None:
+        """``theta_global += server_lr * delta``; ``DivergenceError`` if it turns non-finite."""
+        new = self._global + self.settings.server_lr * delta.to(self.device, self.dtype)
+        if not bool(torch.isfinite(new).all()):
+            raise DivergenceError("global model became non-finite after the update")
+        self._global = new
+
+    def evaluate(self) -> tuple[float, float]:
+        """``(test accuracy, test loss)`` of the global model."""
+        params = self.layout.unflatten(self._global)
+        bs = self.settings.eval_batch_size
+        return accuracy_and_loss(self.module, params, self.x_test, self.y_test, batch_size=bs)
+
+    def sample_batches(
+        self, client_ids: Sequence[int], *, round_index: int, generator: torch.Generator
+    ) -> Batches:
+        """This round's sample indices for ``client_ids`` (``round_index`` is for callers' logs).
+
+        ``local_sgd``: one random permutation of each client's samples (argsort of uniform
+        keys, padding sorted last), read cyclically for ``local_steps * batch_size``
+        positions, so a client with fewer samples than a batch repeats them. ``fedsgd``: the
+        client's full padded data as one step.
+        """
+        del round_index  # the generator carries the round's randomness
+        ids = torch.as_tensor(np.asarray(client_ids, dtype=np.int64), device=self.device)
+        padded, counts = self._padded[ids], self._counts[ids]
+        valid = torch.arange(padded.shape[1], device=self.device) < counts[:, None]
+        if self.settings.mode == "fedsgd":
+            return Batches(padded[:, None, :], valid[:, None, :])
+        s, b = self.settings.local_steps, self.settings.batch_size
+        keys = torch.rand(padded.shape, generator=generator, device=generator.device)
+        keys = keys.to(self.device).masked_fill(~valid, 2.0)
+        perm = keys.argsort(dim=1)
+        pos = torch.arange(s * b, device=self.device) % counts.clamp_min(1)[:, None]
+        idx = padded.gather(1, perm.gather(1, pos)).reshape(len(ids), s, b)
+        mask = (counts > 0)[:, None, None].expand(-1, s, b)
+        return Batches(idx, mask)
+
+    def train(
+        self,
+        client_ids: Sequence[int],
+        *,
+        round_index: int,
+        generator: torch.Generator,
+        batches: Batches | None = None,
+        step_noise_std: Tensor | None = None,
+        per_sample_clip: float | None = None,
+        clip_norm: str | None = None,
+    ) -> LocalResult:
+        """Local training of ``client_ids`` from the global model, all at once.
+
+        Args:
+            client_ids: the K clients (indices into ``client_indices``).
+            round_index: 0-based round, for the learning-rate schedule.
+            generator: source of the batch shuffle (when ``batches`` is None) and step noise.
+            batches: precomputed :class:`Batches` (default: :meth:`sample_batches`).
+            step_noise_std: ``[K]`` std of Gaussian noise added to each step's gradient.
+            per_sample_clip: per-sample gradient clipping norm for this call (a privacy
+                mechanism's DP-SGD clip); default ``settings.per_sample_clip``.
+            clip_norm: ``"l2"`` or ``"l1"`` for ``per_sample_clip``; default the settings'.
+
+        Returns:
+            The K updates ``[K, P]`` and mean training losses ``[K]``.
+        """
+        k = len(client_ids)
+        if batches is None:
+            batches = self.sample_batches(client_ids, round_index=round_index, generator=generator)
+        theta = self._global.expand(k, -1).clone()
+        losses = torch.zeros(k, dtype=self.dtype, device=self.device)
+        if k == 0:
+            return LocalResult(theta, losses)
+        lr = self.settings.lr_at(round_index)
+        wd = self.settings.weight_decay
+        weights = batches.weights(self.dtype).to(self.device)
+        indices = batches.indices.to(self.device)
+        std = None if step_noise_std is None else step_noise_std.to(self.device, self.dtype)
+        steps = indices.shape[1]
+        clip = per_sample_clip if per_sample_clip is not None else self.settings.per_sample_clip
+        norm = clip_norm or self.settings.clip_norm
+        for s in range(steps):
+            g, loss = self._step_gradient(theta, indices[:, s], weights[:, s], clip, norm)
+            if std is not None:
+                noise = torch.randn(
+                    theta.shape, generator=generator, device=generator.device, dtype=self.dtype
+                )
+                g = g + std[:, None] * noise.to(self.device)
+            if wd:
+                g = g + wd * theta
+            theta = theta - lr * g
+            losses += loss
+        return LocalResult(theta - self._global, losses / steps)
+
+    # -- internals -----------------------------------------------------------------------
+    def _step_gradient(
+        self, theta: Tensor, idx: Tensor, w: Tensor, clip: float | None, norm: str
+    ) -> tuple[Tensor, Tensor]:
+        """Masked-mean gradient (per-sample clipped when ``clip``) and loss, ``[K, P]``, ``[K]``."""
+        k, b = idx.shape
+        width = self.num_params if clip is not None else max(1, self.x_train[0].numel())
+        chunk = max(1, _CHUNK_ELEMENTS // (k * width))
+        g_sum = torch.zeros_like(theta)
+        loss_sum = torch.zeros(k, dtype=self.dtype, device=self.device)
+        for lo in range(0, b, chunk):
+            ic, wc = idx[:, lo : lo + chunk], w[:, lo : lo + chunk]
+            x, y = self.x_train[ic], self.y_train[ic]
+            if clip is None:
+                g, loss = self._mean_grad(theta, x, y, wc)
+            else:
+                g_each, loss_each = self._sample_grads(theta, x, y)
+                p = 2 if norm == "l2" else 1
+                scale = clip_scale(torch.linalg.vector_norm(g_each, ord=p, dim=-1), bound=clip)
+                g = torch.einsum("kb,kbp->kp", wc * scale, g_each)
+                loss = (loss_each * wc).sum(dim=-1)
+            g_sum += g
+            loss_sum += loss
+        return g_sum, loss_sum
+
+
+def _pad_indices(client_indices: Sequence[np.ndarray], *, n: int) -> tuple[Tensor, Tensor]:
+    """Padded ``[N, max_n]`` index matrix (padding 0) and per-client counts ``[N]``."""
+    counts = np.array([len(ix) for ix in client_indices], dtype=np.int64)
+    width = max(1, int(counts.max(initial=0)))
+    padded = np.zeros((len(client_indices), width), dtype=np.int64)
+    for row, ix in enumerate(client_indices):
+        ix = np.asarray(ix, dtype=np.int64)
+        if ix.size and (ix.min() < 0 or ix.max() >= n):
+            raise ValueError(f"client {row} has sample indices outside [0, {n})")
+        padded[row, : ix.size] = ix
+    return torch.from_numpy(padded), torch.from_numpy(counts)

@@ -1,0 +1,44 @@
+"""Evaluation helpers: test accuracy and loss of one parameter set, in memory-bounded chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.func import functional_call
+
+
+@torch.no_grad()
+def accuracy_and_loss(
+    module: nn.Module,
+    params: Mapping[str, Tensor],
+    x: Tensor,
+    y: Tensor,
+    *,
+    batch_size: int,
+) -> tuple[float, float]:
+    """Accuracy and mean cross-entropy of ``module`` with ``params`` on ``(x, y)``.
+
+    Args:
+        module: stateless module skeleton.
+        params: named parameters plugged in with ``functional_call``.
+        x: inputs ``[n, ...]`` on the parameters' device.
+        y: integer labels ``[n]``.
+        batch_size: samples per forward pass.
+
+    Returns:
+        ``(accuracy, loss)``; both NaN when ``x`` is empty.
+    """
+    n = int(x.shape[0])
+    if n == 0:
+        return float("nan"), float("nan")
+    correct = torch.zeros((), dtype=torch.int64, device=x.device)
+    total_loss = torch.zeros((), dtype=torch.float64, device=x.device)
+    for lo in range(0, n, batch_size):
+        logits = functional_call(module, dict(params), (x[lo : lo + batch_size],))
+        yb = y[lo : lo + batch_size]
+        total_loss += F.cross_entropy(logits, yb, reduction="sum").double()
+        correct += (logits.argmax(dim=-1) == yb).sum()
+    return float(correct) / n, float(total_loss) / n

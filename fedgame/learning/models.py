@@ -1,0 +1,186 @@
+"""Model plug-ins (family ``"model"``) and parameter initialisation without global RNG.
+
+A model plug-in builds a stateless ``nn.Module`` skeleton on the ``meta`` device: it holds the
+architecture only. Parameters live outside it, as plain tensors drawn by
+:func:`init_parameters` from a ``torch.Generator``, and are plugged in with
+``torch.func.functional_call``. Every module here is ``vmap``-compatible (no BatchNorm, no
+in-place ops on inputs), so the batched learner can train many clients at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from torch import Tensor, nn
+
+from fedgame.errors import ScenarioError
+from fedgame.registry import register
+
+
+def _meta() -> torch.device:
+    return torch.device("meta")
+
+
+@register("model", "logreg")
+class LogReg:
+    """Multinomial logistic regression: flatten the input, one linear layer to the logits."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or self.Config()
+
+    def build(self, *, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+        """The module skeleton (on ``meta``) for inputs of ``input_shape``."""
+        d = math.prod(input_shape)
+        return nn.Sequential(nn.Flatten(), nn.Linear(d, num_classes, device=_meta()))
+
+
+@register("model", "mlp")
+class MLP:
+    """Multi-layer perceptron with ReLU activations between the ``hidden`` layers."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        hidden: list[PositiveInt] = Field(default_factory=lambda: [64])
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or self.Config()
+
+    def build(self, *, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+        """The module skeleton (on ``meta``) for inputs of ``input_shape``."""
+        layers: list[nn.Module] = [nn.Flatten()]
+        width = math.prod(input_shape)
+        for h in self.config.hidden:
+            layers += [nn.Linear(width, h, device=_meta()), nn.ReLU()]
+            width = h
+        layers.append(nn.Linear(width, num_classes, device=_meta()))
+        return nn.Sequential(*layers)
+
+
+class _Unflatten(nn.Module):
+    """Reshape flat ``[B, C*S*S]`` inputs to images ``[B, C, S, S]`` (no-op on images)."""
+
+    def __init__(self, shape: tuple[int, int, int]) -> None:
+        super().__init__()
+        self.shape = shape
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.reshape(x.shape[0], *self.shape)
+
+
+@register("model", "cnn")
+class CNN:
+    """Small CNN: two ``same``-padded conv-ReLU-maxpool(2) blocks, then a linear layer.
+
+    Inputs are square images ``(C, S, S)``, ``(S, S)`` or flat ``(S*S,)`` with ``S >= 4``
+    (so 1x28x28 MNIST-like data and 1x8x8 digits both fit).
+    """
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        channels: tuple[PositiveInt, PositiveInt] = (8, 16)
+        kernel_size: PositiveInt = 5
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or self.Config()
+
+    def build(self, *, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+        """The module skeleton (on ``meta``) for square images of ``input_shape``."""
+        c, s = _image_shape(tuple(input_shape))
+        c1, c2 = self.config.channels
+        k = self.config.kernel_size
+        if k % 2 == 0:
+            raise ScenarioError("kernel_size", k, "an odd kernel size (same padding)")
+        side = s // 2 // 2
+        m = _meta()
+        return nn.Sequential(
+            _Unflatten((c, s, s)),
+            nn.Conv2d(c, c1, k, padding=k // 2, device=m),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(c1, c2, k, padding=k // 2, device=m),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(c2 * side * side, num_classes, device=m),
+        )
+
+
+def _image_shape(shape: tuple[int, ...]) -> tuple[int, int]:
+    """``(channels, side)`` of a square image shape, or ``ScenarioError``."""
+    allowed = "square images (C, S, S), (S, S) or (S*S,) with side S >= 4"
+    if len(shape) == 1:
+        side = math.isqrt(shape[0])
+        c, h, w = 1, side, (side if side * side == shape[0] else -1)
+    elif len(shape) == 2:
+        c, (h, w) = 1, shape
+    elif len(shape) == 3:
+        c, h, w = shape
+    else:
+        raise ScenarioError("kind", "cnn", f"input shape {shape} unsupported; {allowed}")
+    if h != w or h < 4 or c < 1:
+        raise ScenarioError("kind", "cnn", f"input shape {shape} unsupported; {allowed}")
+    return c, h
+
+
+def init_parameters(
+    module: nn.Module, *, generator: torch.Generator, dtype: torch.dtype = torch.float32
+) -> dict[str, Tensor]:
+    """Fresh parameters for ``module`` drawn from ``generator`` (on its device).
+
+    Uses PyTorch's default scheme for Linear and Conv layers: kaiming-uniform with
+    ``a=sqrt(5)`` for weights and ``U(±1/sqrt(fan_in))`` for biases, which both reduce to
+    ``U(±1/sqrt(fan_in))`` with ``fan_in`` = inputs per output unit of the owning layer.
+    """
+    out: dict[str, Tensor] = {}
+    device = generator.device
+    for prefix, sub in module.named_modules():
+        weight = getattr(sub, "weight", None)
+        if not isinstance(weight, Tensor) or weight.ndim < 2:
+            if any(True for _ in sub.parameters(recurse=False)):
+                raise ValueError(f"cannot initialise parameters of {type(sub).__name__}")
+            continue
+        bound = 1.0 / math.sqrt(weight[0].numel())
+        for name, p in sub.named_parameters(recurse=False):
+            u = torch.rand(p.shape, generator=generator, device=device, dtype=dtype)
+            out[f"{prefix}.{name}" if prefix else name] = (2.0 * u - 1.0) * bound
+    expected = [n for n, _ in module.named_parameters()]
+    return {n: out[n] for n in expected}
+
+
+@dataclass(frozen=True)
+class ParamLayout:
+    """Where each named parameter sits in a flat parameter vector (dict order)."""
+
+    names: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    offsets: tuple[int, ...]
+    numel: int
+
+    @classmethod
+    def of(cls, params: Mapping[str, Tensor]) -> ParamLayout:
+        """Layout of ``params`` in their insertion order."""
+        shapes = tuple(tuple(p.shape) for p in params.values())
+        sizes = [math.prod(s) for s in shapes]
+        offsets = tuple(sum(sizes[:i]) for i in range(len(sizes)))
+        return cls(tuple(params), shapes, offsets, sum(sizes))
+
+    def flatten(self, params: Mapping[str, Tensor]) -> Tensor:
+        """Concatenate ``params`` into one flat vector ``[P]``."""
+        return torch.cat([params[n].reshape(-1) for n in self.names])
+
+    def unflatten(self, flat: Tensor) -> dict[str, Tensor]:
+        """Views of ``flat`` (``[..., P]``) as named tensors ``[..., *shape]``."""
+        lead = flat.shape[:-1]
+        return {
+            n: flat[..., o : o + math.prod(s)].reshape(*lead, *s)
+            for n, s, o in zip(self.names, self.shapes, self.offsets)
+        }

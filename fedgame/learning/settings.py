@@ -1,0 +1,38 @@
+"""Local-training settings shared by the scenario schema and the batched learner."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+
+class TrainingSettings(BaseModel):
+    """How each selected client trains locally in a round.
+
+    ``mode="local_sgd"``: ``local_steps`` minibatch SGD steps of ``batch_size`` samples drawn by
+    cycling through a per-round shuffle of the client's data. ``mode="fedsgd"``: one gradient
+    step on the client's full local data. Learning rate ``lr_t = lr / (1 + t / lr_decay_tau)``
+    at round ``t`` (constant when ``lr_decay_tau`` is unset). ``per_sample_clip`` clips every
+    per-sample gradient to that ``clip_norm`` before averaging (needed by DP-SGD style noise).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["local_sgd", "fedsgd"] = "local_sgd"
+    local_steps: PositiveInt = 5
+    batch_size: PositiveInt = 32
+    lr: PositiveFloat = 0.05
+    lr_decay_tau: PositiveFloat | None = None
+    weight_decay: float = Field(0.0, ge=0.0)
+    per_sample_clip: PositiveFloat | None = None
+    clip_norm: Literal["l2", "l1"] = "l2"
+    server_lr: PositiveFloat = 1.0
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    eval_batch_size: PositiveInt = 8192
+
+    def lr_at(self, round_index: int) -> float:
+        """Learning rate at 0-based round ``round_index``."""
+        if self.lr_decay_tau is None:
+            return float(self.lr)
+        return float(self.lr / (1.0 + round_index / self.lr_decay_tau))

@@ -1,0 +1,104 @@
+"""Protocols every plug-in family implements (see ARCHITECTURE.md §4).
+
+Mechanisms see read-only views (``fedgame.views``), never agent objects, and take every random
+draw from a generator passed in by keyword.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from fedgame.views import (
+    ClientView,
+    MarketView,
+    Offer,
+    Response,
+    RoundInfo,
+    Selection,
+    SetupContext,
+)
+
+
+class SelectionPolicy(Protocol):
+    """Server rule choosing the round's participants among reachable responders."""
+
+    def select(
+        self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
+    ) -> Selection: ...
+
+    def expected_fraction(self, num_clients: int) -> float:
+        """Expected share of clients selected per round (for planning privacy budgets)."""
+        ...
+
+
+class IncentiveMechanism(Protocol):
+    """The Stackelberg leader: announces a reward, then pays for delivered work."""
+
+    def offer(self, market: MarketView, *, info: RoundInfo) -> Offer: ...
+
+    def settle(
+        self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
+    ) -> dict[int, float]: ...
+
+
+class ClientPolicy(Protocol):
+    """A follower: decides participation and privacy level given the offer."""
+
+    def respond(self, offer: Offer, *, me: ClientView, market: MarketView) -> Response: ...
+
+
+class Aggregator(Protocol):
+    """Combines the received client updates [K, P] into one update [P].
+
+    ``clients`` are the senders of the rows of ``updates``; ``dropped`` the selected clients
+    whose update never arrived (stragglers), for aggregators that must know (secure
+    aggregation); ``rng`` the round's ``masks`` stream. Returning ``None`` means the round's
+    aggregation failed: the global model is left unchanged and the round is flagged.
+    """
+
+    def aggregate(
+        self,
+        updates: torch.Tensor,
+        *,
+        clients: Sequence[ClientView],
+        dropped: Sequence[ClientView] = (),
+        rng: np.random.Generator | None = None,
+    ) -> torch.Tensor | None: ...
+
+
+@dataclass(frozen=True)
+class FaultDraw:
+    """One round's faults: which client-server links are up, who straggles.
+
+    Arrays are indexed by client id. ``failed_edges`` lists client-client links down this
+    round; ``details`` carries model-specific facts (e.g. compute times) for logging.
+    """
+
+    link_up: np.ndarray
+    straggler: np.ndarray
+    failed_edges: tuple[tuple[int, int], ...] = ()
+    details: Mapping[str, Any] | None = None
+
+
+class FaultModel(Protocol):
+    """Draws the round's link failures and stragglers (``graph``: the client topology)."""
+
+    def draw(
+        self,
+        clients: Sequence[ClientView],
+        *,
+        graph: Any,
+        info: RoundInfo,
+        rng: np.random.Generator,
+    ) -> FaultDraw: ...
+
+
+class Preparable(Protocol):
+    """Optional hook of any plug-in: called once before round 1."""
+
+    def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None: ...

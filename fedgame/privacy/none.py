@@ -1,0 +1,43 @@
+"""No privacy: updates pass through unchanged and cost nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from fedgame.privacy.base import FREE, Charge, PrivacyPlan
+from fedgame.registry import register
+from fedgame.views import ClientView, Response, RoundInfo
+
+
+@register("privacy", "none")
+class NoPrivacy:
+    """Non-private baseline: no clipping, no noise, ε spent stays 0."""
+
+    placement = "none"
+    noise = "none"
+    accountant = "basic"
+
+    def __init__(self, config: object) -> None:
+        del config
+
+    def epsilon_per_round(
+        self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros_like(epsilon_total), np.zeros_like(delta_total)
+
+    def next_charge(self, client: ClientView) -> Charge:
+        return FREE
+
+    def plan(
+        self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
+    ) -> PrivacyPlan:
+        k = len(clients)
+        return PrivacyPlan(tuple(c.client_id for c in clients), (FREE,) * k, np.zeros(k))
+
+    def privatise(
+        self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
+    ) -> torch.Tensor:
+        return updates

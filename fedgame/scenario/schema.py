@@ -1,0 +1,150 @@
+"""The scenario schema: what a scenario file may say, with defaults.
+
+Components (dataset, partition, model, incentive, policy, selection, privacy, aggregation,
+topology, faults) are written ``{kind: NAME, ...params}``; ``kind`` picks a registered plug-in
+and its params are validated against that plug-in's own ``Config`` by
+:func:`fedgame.scenario.load.resolve_components`. A bare string is shorthand for ``{kind: NAME}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
+
+from fedgame.agents.population import Constant, Distribution, coerce_distribution
+from fedgame.learning.settings import TrainingSettings
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Component(BaseModel):
+    """``{kind: NAME, ...params}``: a plug-in chosen by name; params checked by the plug-in."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"kind": value} if isinstance(value, str) else value
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+def _component(kind: str, **params: Any) -> Any:
+    return Field(default_factory=lambda: Component(kind=kind, **params))
+
+
+class Budget(_Strict):
+    """Each client's total privacy budget (ε_total, δ)."""
+
+    epsilon: Distribution = Field(default_factory=lambda: Constant(value=10.0))
+    delta: Distribution = Field(default_factory=lambda: Constant(value=1e-5))
+
+    _coerce = field_validator("epsilon", "delta", mode="before")(
+        classmethod(lambda cls, v: coerce_distribution(v))
+    )
+
+
+class Population(_Strict):
+    """The clients: how many, and distributions of their economic and privacy attributes."""
+
+    clients: PositiveInt = 50
+    privacy_value: Distribution = Field(default_factory=lambda: Constant(value=1.0))
+    budget: Budget = Field(default_factory=Budget)
+    straggle_prob: Distribution = Field(default_factory=lambda: Constant(value=0.0))
+    colluders: NonNegativeInt = 0
+
+    _coerce = field_validator("privacy_value", "straggle_prob", mode="before")(
+        classmethod(lambda cls, v: coerce_distribution(v))
+    )
+
+
+class Data(_Strict):
+    """Dataset and how it is split across clients."""
+
+    dataset: Component = _component("digits")
+    partition: Component = _component("iid")
+
+
+class Network(_Strict):
+    """Client-client topology and the per-round fault model."""
+
+    topology: Component = _component("star")
+    faults: Component = _component("independent")
+
+
+class Output(_Strict):
+    """Where results go: ``<dir>/<scenario name>/<run-id>/``."""
+
+    dir: str = "results"
+
+
+class Sweep(_Strict):
+    """Grid over dotted scenario keys times replicates (used by ``fedgame sweep``)."""
+
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    replicates: PositiveInt = 1
+
+
+class Scenario(_Strict):
+    """A complete, validated scenario."""
+
+    name: str = Field("scenario", pattern=r"^[A-Za-z0-9_.\-]+$")
+    description: str = ""
+    seed: NonNegativeInt = 0
+    rounds: PositiveInt = 30
+    population: Population = Field(default_factory=Population)
+    data: Data = Field(default_factory=Data)
+    model: Component = _component("logreg")
+    training: TrainingSettings = Field(default_factory=TrainingSettings)
+    incentive: Component = _component("none")
+    policy: Component = _component("always")
+    selection: Component = _component("uniform", k=10)
+    privacy: Component = _component("none")
+    aggregation: Component = _component("fedavg")
+    network: Network = Field(default_factory=Network)
+    output: Output = Field(default_factory=Output)
+    sweep: Sweep = Field(default_factory=Sweep)
+
+    _configs: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
+
+    def config(self, path: str) -> Any:
+        """The validated plug-in config at dotted ``path`` (e.g. ``"selection"``)."""
+        return self._configs[path]
+
+    def component(self, path: str) -> Component:
+        """The ``Component`` at dotted ``path``."""
+        node: Any = self
+        for part in path.split("."):
+            node = getattr(node, part)
+        return node
+
+
+#: dotted path of every component in the schema -> registry family
+COMPONENT_FAMILIES: dict[str, str] = {
+    "data.dataset": "dataset",
+    "data.partition": "partition",
+    "model": "model",
+    "incentive": "incentive",
+    "policy": "policy",
+    "selection": "selection",
+    "privacy": "privacy",
+    "aggregation": "aggregation",
+    "network.topology": "topology",
+    "network.faults": "faults",
+}

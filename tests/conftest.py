@@ -1,0 +1,47 @@
+"""Shared fixtures: small scenarios that run in a second or two."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+TINY: dict[str, Any] = {
+    "name": "tiny",
+    "seed": 3,
+    "rounds": 3,
+    "population": {
+        "clients": 12,
+        "privacy_value": {"dist": "uniform", "low": 0.5, "high": 1.5},
+        "budget": {"epsilon": {"dist": "uniform", "low": 5.0, "high": 10.0}, "delta": 1e-5},
+        "straggle_prob": 0.1,
+    },
+    "data": {"dataset": {"kind": "digits"}, "partition": {"kind": "dirichlet", "alpha": 1.0}},
+    "model": {"kind": "logreg"},
+    "training": {"local_steps": 2, "batch_size": 8, "lr": 0.1, "device": "cpu"},
+    "selection": {"kind": "uniform", "k": 5},
+    "privacy": {"kind": "gaussian", "clip": 1.0},
+    "network": {"faults": {"kind": "independent", "link_failure": 0.1}},
+}
+
+
+@pytest.fixture
+def tiny() -> dict[str, Any]:
+    """A fresh copy of the tiny scenario as a dict."""
+    return yaml.safe_load(yaml.safe_dump(TINY))
+
+
+@pytest.fixture
+def write_scenario(tmp_path: Path):
+    """Write a dict (or raw text) as a scenario file and return its path."""
+
+    def write(data: dict[str, Any] | str, name: str = "scenario.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+        return path
+
+    return write
