@@ -16,7 +16,7 @@ import mesa
 import numpy as np
 import torch
 
-from fedgame.agents.client import CLIENT_COLUMNS, ClientAgent
+from fedgame.agents.client import ClientAgent, client_row
 from fedgame.agents.server import ServerAgent
 from fedgame.errors import DivergenceError
 from fedgame.learning.batched import LocalResult
@@ -76,10 +76,12 @@ class FedGameModel(mesa.Model):
         self.clients = self._create_clients()
         self.client_set = self.agents_by_type[ClientAgent]
         self.ledger = PrivacyLedger(self.privacy.accountant, [c.delta for c in self.clients])
+        self._prepare_components()  # before budgets: next_charge may need prepared state
         for client in self.clients:
             self._refresh_budget(client)
         self.test_accuracy, self.test_loss = self.learner.evaluate()
-        self._prepare_components()
+        self._touched: set[int] = set()
+        self.summary: dict[str, Any] = {}
         self.state = RoundState(
             RoundInfo(0, scenario.rounds, len(self.clients)), time.perf_counter()
         )
@@ -87,10 +89,7 @@ class FedGameModel(mesa.Model):
         round_extra, client_extra = _declared_columns(comps.values())
         self.datacollector = mesa.DataCollector(
             model_reporters=_round_reporters() | {c: _extra_reporter(c) for c in round_extra},
-            agenttype_reporters={
-                ClientAgent: {c: c for c in CLIENT_COLUMNS}
-                | {c: _extra_reporter(c) for c in client_extra}
-            },
+            agenttype_reporters={ClientAgent: {"row": client_row(client_extra)}},
         )
 
     def _create_clients(self) -> list[ClientAgent]:
@@ -120,7 +119,7 @@ class FedGameModel(mesa.Model):
             rounds=self.scenario.rounds,
             clients=tuple(c.view() for c in self.clients),
             graph=self.world.graph,
-            components=dict(self.world.components),
+            components={**self.world.components, "learner": self.learner},
             planned_participations=self.world.planned_participations,
         )
         for path, comp in self.world.components.items():
@@ -152,7 +151,9 @@ class FedGameModel(mesa.Model):
             self.steps, self.scenario.rounds, len(self.clients), self.test_accuracy, self.test_loss
         )
         self.state = RoundState(info, time.perf_counter())
-        self.client_set.do("reset_round")
+        for cid in self._touched:
+            self.clients[cid].reset_round()
+        self._touched = set()
         views = [c.view() for c in self.clients]
         draw = self.faults.draw(
             views, graph=self.world.graph, info=info, rng=self.plan.rng("faults", info.round)
@@ -160,9 +161,11 @@ class FedGameModel(mesa.Model):
         for client, up, late in zip(self.clients, draw.link_up, draw.straggler):
             client.link_up = bool(up)
             client.straggled = bool(late)
+            if not up:
+                views[client.client_id] = client.view()
         self.state.failed_links = int((~np.asarray(draw.link_up)).sum()) + len(draw.failed_edges)
         self.state.faults = draw
-        self.state.views = [c.view() for c in self.clients]
+        self.state.views = views
 
     def phase_offer(self) -> None:
         """2. The leader announces its reward / plan."""
@@ -172,7 +175,8 @@ class FedGameModel(mesa.Model):
     def phase_respond(self) -> None:
         """3. Followers decide participation and privacy level."""
         market = MarketView(tuple(self.state.views), self.state.info)
-        self.client_set.do("respond", self.state.offer, market)
+        for client, view in zip(self.clients, self.state.views):
+            client.respond(self.state.offer, market, view)
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""
@@ -180,6 +184,7 @@ class FedGameModel(mesa.Model):
         selection = self.server.select(candidates, self.state.info)
         for cid in selection.client_ids:
             self.clients[cid].selected = True
+        self._touched.update(selection.client_ids)
         self.state.selection = selection
 
     def phase_train(self) -> None:
@@ -263,12 +268,15 @@ class FedGameModel(mesa.Model):
                 client = self.clients[cid]
                 if client.uploaded:
                     self.ledger.charge(cid, charge)
+                    if hasattr(self.privacy, "record_release"):  # closed-form ε columns
+                        self.privacy.record_release(cid, charge)
                     client.record_release(epsilon_spent=self.ledger.epsilon(cid))
                     self._refresh_budget(client)
                     delivered.append(client.response)
         payments = self.server.pay(delivered, self.state.info)
-        for client in self.clients:
-            client.settle(reward=float(payments.get(client.client_id, 0.0)))
+        self._touched.update(payments)
+        for cid in self._touched:
+            self.clients[cid].settle(reward=float(payments.get(cid, 0.0)))
 
     def phase_collect(self) -> None:
         """10. One row for the round, one per client (plug-ins add their declared columns)."""
@@ -279,6 +287,8 @@ class FedGameModel(mesa.Model):
                 for name, values in comp.client_metrics().items():
                     for cid, value in values.items():
                         self.clients[cid].extra[name] = value
+                    self._touched.update(values)
+        self.summary = _round_summary(self)
         self.round_wall_time = time.perf_counter() - self.state.started
         self.datacollector.collect(self)
 
@@ -337,32 +347,36 @@ def _extra_reporter(column: str) -> Callable[[Any], float]:
     return lambda obj: obj.extra.get(column, math.nan)
 
 
-def _round_reporters() -> dict:
-    def selected(m: FedGameModel) -> np.ndarray:
-        return np.array([c.selected for c in m.clients])
-
-    def eps(m: FedGameModel) -> np.ndarray:
-        return m.epsilon_spent
-
+def _round_summary(m: FedGameModel) -> dict[str, Any]:
+    """The round's row, computed in one pass over the clients."""
+    eps = np.fromiter((c.epsilon_spent for c in m.clients), float, len(m.clients))
+    selected = [m.clients[i] for i in m.state.selection.client_ids]
+    losses = [c.train_loss for c in selected if math.isfinite(c.train_loss)]
     return {
-        "test_accuracy": "test_accuracy",
-        "test_loss": "test_loss",
-        "train_loss": lambda m: (
-            float(np.nanmean([c.train_loss for c in m.clients if c.selected]))
-            if selected(m).any()
-            else math.nan
+        "test_accuracy": m.test_accuracy,
+        "test_loss": m.test_loss,
+        "train_loss": float(np.mean(losses)) if losses else math.nan,
+        "participants": sum(c.participating for c in m.clients),
+        "selected": len(selected),
+        "uploaded": int(m.state.uploaded.sum()),
+        "stragglers": sum(c.straggled for c in selected),
+        "failed_links": m.state.failed_links,
+        "active_clients": sum(
+            c.epsilon_after_next <= c.epsilon_total * (1 + 1e-9) for c in m.clients
         ),
-        "participants": lambda m: sum(c.participating for c in m.clients),
-        "selected": lambda m: len(m.state.selection.client_ids),
-        "uploaded": lambda m: int(m.state.uploaded.sum()),
-        "stragglers": lambda m: sum(c.selected and c.straggled for c in m.clients),
-        "failed_links": lambda m: m.state.failed_links,
-        "active_clients": lambda m: sum(c.view().can_afford_next for c in m.clients),
-        "epsilon_spent_min": lambda m: float(eps(m).min()),
-        "epsilon_spent_mean": lambda m: float(eps(m).mean()),
-        "epsilon_spent_max": lambda m: float(eps(m).max()),
-        "reward_total": lambda m: float(sum(c.reward for c in m.clients)),
-        "aggregation_failed": lambda m: m.state.aggregation_failed,
-        "lr": lambda m: m.scenario.training.lr_at(m.state.info.round - 1),
-        "wall_time_s": "round_wall_time",
+        "epsilon_spent_min": float(eps.min()),
+        "epsilon_spent_mean": float(eps.mean()),
+        "epsilon_spent_max": float(eps.max()),
+        "reward_total": float(sum(m.clients[i].reward for i in m._touched)),
+        "aggregation_failed": m.state.aggregation_failed,
+        "lr": m.scenario.training.lr_at(m.state.info.round - 1),
     }
+
+
+def _round_reporters() -> dict:
+    """DataCollector model reporters: the round summary's columns, then the wall time."""
+    reporters: dict[str, Any] = {
+        name: (lambda m, name=name: m.summary[name]) for name in ROUND_COLUMNS[:-1]
+    }
+    reporters["wall_time_s"] = "round_wall_time"
+    return reporters

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import mesa
@@ -36,6 +38,26 @@ CLIENT_COLUMNS = (
     "reward",
     "utility",
 )
+
+
+def client_row(extra_columns: Sequence[str]) -> Callable[[ClientAgent], tuple]:
+    """One DataCollector reporter returning a client's whole row as a tuple.
+
+    Columns are ``CLIENT_COLUMNS`` then ``extra_columns`` (plug-in metrics, NaN when unset).
+    One C-level ``attrgetter`` per agent instead of one reporter call per column keeps
+    collection cheap for thousands of clients; ``fedgame.run.single.tables`` expands the tuple.
+    """
+    base = operator.attrgetter(*CLIENT_COLUMNS)
+    extra = tuple(extra_columns)
+
+    def row(agent: ClientAgent) -> tuple:
+        values = base(agent)
+        if not extra:
+            return values
+        return values + tuple(agent.extra.get(c, math.nan) for c in extra)
+
+    row.columns = (*CLIENT_COLUMNS, *extra)  # type: ignore[attr-defined]
+    return row
 
 
 class ClientAgent(mesa.Agent):
@@ -84,10 +106,17 @@ class ClientAgent(mesa.Agent):
         self.epsilon_after_next = float("nan")
         self.participations = 0
         self.response: Response | None = None
+        self._view_key: tuple | None = None
+        self._view: ClientView | None = None
         self.reset_round()
 
     def reset_round(self) -> None:
-        """Clear the per-round outcome fields."""
+        """Clear the per-round outcome fields.
+
+        The model calls this for every client once at creation and afterwards only for the
+        clients a round touched (selected, paid or given plug-in metrics); link status and
+        responses are rewritten for every client each round anyway.
+        """
         self.link_up = True
         self.straggled = False
         self.participating = False
@@ -102,7 +131,20 @@ class ClientAgent(mesa.Agent):
         self.extra: dict[str, float] = {}
 
     def view(self) -> ClientView:
-        """Read-only facts mechanisms may use."""
+        """Read-only facts mechanisms may use (cached while the client's state is unchanged)."""
+        key = (
+            self.epsilon_spent,
+            self.participations,
+            self.epsilon_after_next,
+            self.link_up,
+            self.epsilon_round,
+        )
+        if self._view_key != key:
+            self._view_key = key
+            self._view = self._make_view()
+        return self._view
+
+    def _make_view(self) -> ClientView:
         return ClientView(
             client_id=self.client_id,
             dataset_size=self.dataset_size,
@@ -121,14 +163,15 @@ class ClientAgent(mesa.Agent):
             epsilon_after_next=self.epsilon_after_next,
         )
 
-    def respond(self, offer: Offer, market: MarketView) -> None:
-        """Phase 3: the follower's move, by the scenario's policy."""
+    def respond(self, offer: Offer, market: MarketView, me: ClientView | None = None) -> None:
+        """Phase 3: the follower's move, by the scenario's policy (``me``: this round's view)."""
         if not self.link_up:
             self.response = Response(self.client_id, participate=False, reason="unreachable")
         elif self.client_id in offer.excluded:
             self.response = Response(self.client_id, participate=False, reason="excluded")
         else:
-            self.response = self.model.policy.respond(offer, me=self.view(), market=market)
+            me = me if me is not None else self.view()
+            self.response = self.model.policy.respond(offer, me=me, market=market)
         self.participating = self.response.participate
         self.decline_reason = self.response.reason
 

@@ -52,8 +52,12 @@ def tables(model: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     dc = model.datacollector
     rounds = dc.get_model_vars_dataframe().reset_index(drop=True)
     rounds.insert(0, "round", range(1, len(rounds) + 1))
-    clients = dc.get_agenttype_vars_dataframe(ClientAgent).reset_index()
-    clients = clients.rename(columns={"Step": "round"}).drop(columns=["AgentID"])
+    columns = list(dc.agenttype_reporters[ClientAgent]["row"].columns)
+    if rounds.empty:
+        return rounds, pd.DataFrame(columns=["round", *columns])
+    raw = dc.get_agenttype_vars_dataframe(ClientAgent).reset_index()
+    clients = pd.DataFrame(raw["row"].tolist(), columns=columns)
+    clients.insert(0, "round", raw["Step"].to_numpy())
     return rounds, clients
 
 
