@@ -1,4 +1,4 @@
-"""Command line: ``fedgame run | validate | list``.
+"""Command line: ``fedgame run | sweep | validate | list | report``.
 
 Bad input prints one line naming the file, key, value and what is allowed, and exits with
 code 2 before anything is written.
@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from fedgame.cli_sweep import add_parsers, cmd_report, cmd_sweep
 from fedgame.errors import FedGameError, ScenarioError
 
 EXIT_BAD_INPUT = 2
@@ -44,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("list", help="list registered components per family")
     lst.add_argument("family", nargs="?", help="only this family")
+    add_parsers(sub)
     return parser
 
 
@@ -106,9 +108,23 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _format_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+) -> str:
+    """Warnings as one plain line (the user sees fedgame's words, not a source location)."""
+    return f"fedgame: warning: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fedgame`` console script; returns the exit code."""
+    warnings.formatwarning = _format_warning
     args = _parser().parse_args(argv)
     handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list}
+    handlers |= {"sweep": cmd_sweep, "report": cmd_report}
     try:
         return handlers[args.command](args)
     except ScenarioError as err:

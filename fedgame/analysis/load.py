@@ -29,11 +29,15 @@ class Run:
 
 
 def find_runs(path: str | Path) -> list[Path]:
-    """Every run folder (one holding a ``manifest.json``) at or under ``path``, oldest first."""
+    """Every run folder (one holding a ``manifest.json``) at or under ``path``, oldest first.
+
+    Runs are ordered by when their manifest (written last) was written.
+    """
     root = Path(path)
     if (root / "manifest.json").is_file():
         return [root]
-    return sorted(p.parent for p in root.rglob("manifest.json"))
+    manifests = sorted(root.rglob("manifest.json"), key=lambda p: (p.stat().st_mtime_ns, str(p)))
+    return [p.parent for p in manifests]
 
 
 def load_run(path: str | Path) -> Run:

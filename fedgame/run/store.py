@@ -53,17 +53,22 @@ def atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
 
 
 def new_run_id(seed: int, replicate: int = 0) -> str:
-    """``YYYYmmdd-HHMMSS-s<seed>[-r<replicate>]-<4 hex>``: sortable and unique."""
-    now = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    """``YYYYmmdd-HHMMSS.ffffff-s<seed>[-r<replicate>]-<4 hex>``: sortable and unique."""
+    now = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S.%f")
     rep = f"-r{replicate}" if replicate else ""
     return f"{now}-s{seed}{rep}-{os.urandom(2).hex()}"
 
 
 def git_sha() -> str | None:
-    """The current git commit of the working directory, if any."""
+    """The git commit of the fedgame source tree, when it is a git checkout."""
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+            cwd=Path(__file__).resolve().parent,
         )
     except (OSError, subprocess.SubprocessError):
         return None
