@@ -1,0 +1,151 @@
+"""Central Gaussian mechanism: clip every update, the server noises the aggregate (DP-FedAvg)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+
+from fedgame import registry
+from fedgame.errors import ScenarioError
+from fedgame.privacy.accounting import check_supported
+from fedgame.privacy.base import Charge, PrivacyPlan, clip_rows
+from fedgame.privacy.calibrate import accountant_sigma
+from fedgame.privacy.gaussian_local import classic_epsilon
+from fedgame.registry import register
+from fedgame.views import ClientView, Response, RoundInfo, SetupContext
+
+
+def max_weight_share(weights: np.ndarray, *, num_received: int) -> float:
+    """Largest share ``w_k / sum_{j in R} w_j`` any client can have when |R| = ``num_received``.
+
+    The aggregate is ``sum_k w_k u_k / sum_{j in R} w_j`` over the received set R, a subset of
+    the planned clients; one client's clipped update moves it by at most C times its share.
+    The worst case pairs the heaviest client with the ``num_received - 1`` lightest others
+    (McMahan et al. 2018, DP-FedAvg: a plain mean gives ``1/num_received``).
+    """
+    w = np.sort(np.asarray(weights, dtype=float))
+    if num_received <= 1 or w.size <= 1:
+        return 1.0
+    heaviest, rest = w[-1], w[:-1]
+    return float(heaviest / (heaviest + rest[: num_received - 1].sum()))
+
+
+@register("privacy", "central_gaussian")
+class CentralGaussian:
+    """DP-FedAvg (user-level, McMahan et al. 2018): clip updates to C, noise the aggregate.
+
+    Each client clips its update to L2 norm C (``privatise`` only clips); after aggregation
+    the server adds N(0, (z·C·s)² I) with s the largest weight share a single client can have
+    among the ``num_received`` updates (1/num_received for a plain mean; for FedAvg weights the
+    bound uses the heaviest client, see :func:`max_weight_share`). Assumes the aggregate is a
+    weighted mean of the received rows (the aggregator must be a weighted sum; a median is
+    refused at validation) and a trusted server. Every released update is charged a Gaussian
+    of multiplier z under the client's accountant (rdp default); no subsampling credit is
+    taken. ``noise_multiplier`` fixes z; if unset, z is solved so that the strictest client's
+    (ε, δ) holds over T planned participations (then every client can afford T).
+    """
+
+    placement = "central"
+    noise = "gaussian"
+    round_columns = ("central_noise_std",)
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        clip: PositiveFloat = 1.0
+        noise_multiplier: PositiveFloat | None = None
+        participations: PositiveInt | None = None
+        accountant: str = "rdp"
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.accountant = config.accountant
+        self.planned = config.participations or 1
+        self.z = config.noise_multiplier or math.nan
+        self.weights_of: Any = None
+        self._weights = np.ones(0)
+        self._last_std = math.nan
+
+    @staticmethod
+    def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
+        check_supported(config.accountant, "gaussian", key=f"{key}.accountant")
+        kind = scenario.component("aggregation").kind
+        cls = registry.entry("aggregation", kind, key="aggregation.kind").cls
+        if not getattr(cls, "is_weighted_sum", False):
+            raise ScenarioError(
+                "aggregation.kind",
+                kind,
+                "central_gaussian needs a weighted-sum aggregator (e.g. fedavg, mean, secure)",
+            )
+
+    def epsilon_per_round(
+        self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        self.planned = self.config.participations or participations
+        if self.config.noise_multiplier is None:
+            strictest: dict[float, float] = {}  # z falls in ε: per δ, the smallest ε decides
+            for e, d in zip(np.asarray(epsilon_total).tolist(), np.asarray(delta_total).tolist()):
+                strictest[d] = min(e, strictest.get(d, math.inf))
+            self.z = max(self.solve_z(e, d) for d, e in strictest.items())
+        return epsilon_total / self.planned, delta_total / self.planned
+
+    def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
+        del rng
+        self.weights_of = getattr(ctx.components.get("aggregation"), "weights", None)
+
+    def solve_z(self, epsilon: float, delta: float) -> float:
+        """Multiplier meeting (ε, δ) over the planned participations (strictest client wins)."""
+        return accountant_sigma(
+            epsilon=epsilon, delta=delta, steps=self.planned, accountant=self.accountant
+        )
+
+    def _charge(self, client: ClientView) -> Charge:
+        eps = classic_epsilon(noise_multiplier=self.z, delta=client.delta_round)
+        return Charge("gaussian", epsilon=eps, delta=client.delta_round, noise_multiplier=self.z)
+
+    def next_charge(self, client: ClientView) -> Charge:
+        if math.isnan(self.z):  # used before the population was sampled
+            self.z = self.solve_z(client.epsilon_total, client.delta)
+        return self._charge(client)
+
+    def plan(
+        self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
+    ) -> PrivacyPlan:
+        w = self.weights_of(clients) if self.weights_of is not None else np.ones(len(clients))
+        self._weights = np.asarray(w, dtype=float)
+        return PrivacyPlan(
+            tuple(c.client_id for c in clients),
+            tuple(self._charge(c) for c in clients),
+            np.zeros(len(clients)),
+            clip=self.config.clip,
+        )
+
+    def privatise(
+        self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
+    ) -> torch.Tensor:
+        del generator
+        return clip_rows(updates, self.config.clip)
+
+    def finalise(
+        self,
+        delta: torch.Tensor,
+        plan: PrivacyPlan,
+        *,
+        num_received: int,
+        generator: torch.Generator,
+    ) -> torch.Tensor:
+        """Add N(0, (z C s)^2 I) to the aggregate, s = :func:`max_weight_share`."""
+        share = max_weight_share(self._weights, num_received=num_received)
+        self._last_std = self.z * self.config.clip * share
+        noise = torch.randn(
+            delta.shape, generator=generator, device=delta.device, dtype=delta.dtype
+        )
+        return delta + self._last_std * noise
+
+    def round_metrics(self) -> dict[str, float]:
+        std, self._last_std = self._last_std, math.nan
+        return {"central_noise_std": std}

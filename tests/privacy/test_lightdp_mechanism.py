@@ -1,0 +1,243 @@
+"""LightDP-FL privacy plug-in and its baselines: noise cancellation, residuals, failures."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+
+from fedgame.game import lightdp as ld
+from fedgame.mechanisms.base import FaultDraw
+from fedgame.mechanisms.faults.correlated import BoundedStragglers
+from fedgame.mechanisms.faults.independent import NoFaults
+from fedgame.privacy.baselines import IdealSmpc, LocalDP, SmpcDP
+from fedgame.privacy.lightdp import LightDP, pair_arrays, pairwise_noise
+from fedgame.run.single import simulate
+from fedgame.scenario.load import validate
+from fedgame.views import ClientView, Response, RoundInfo, SetupContext
+
+
+def views(n: int, *, colluders: int = 0, eps: float = 3.0) -> list[ClientView]:
+    return [
+        ClientView(i, 100, 0.0, 1.0, eps * 10, 1e-4, 0.0, eps, 1e-5, 0.0, i < colluders)
+        for i in range(n)
+    ]
+
+
+def prepared(cls, n: int, faults, *, graph=None, colluders: int = 0, **cfg):
+    mech = cls(cls.Config(**cfg))
+    ctx = SetupContext(
+        n,
+        5,
+        tuple(views(n, colluders=colluders)),
+        graph if graph is not None else nx.complete_graph(n),
+        {"network.faults": faults},
+        5,
+    )
+    mech.prepare(ctx, rng=np.random.default_rng(0))
+    return mech
+
+
+def plan_for(mech, n: int, rnd: int = 1, colluders: int = 0):
+    vs = views(n, colluders=colluders)
+    return mech.plan(vs, [Response(v.client_id, True) for v in vs], info=RoundInfo(rnd, 5, n))
+
+
+def noise_rows(mech, plan, n: int, p: int, seed: int = 0) -> torch.Tensor:
+    zeros = torch.zeros(n, p, dtype=torch.float64)
+    return mech.privatise(zeros, plan, generator=torch.Generator().manual_seed(seed))
+
+
+def test_pairwise_terms_cancel_exactly_in_the_sum():
+    lo, hi = pair_arrays(nx.complete_graph(30), list(range(30)))
+    assert lo.size == 435 and np.all(lo < hi)
+    like = torch.zeros(1, dtype=torch.float64)
+    pair = pairwise_noise(
+        lo, hi, rows=30, cols=500, sigma=3.0, like=like, generator=torch.Generator().manual_seed(1)
+    )
+    assert pair.std() > 10  # each row carries 29 terms of std 3
+    assert pair.sum(0).abs().max() < 1e-9
+
+
+def test_aggregate_variance_is_individual_only_without_stragglers():
+    n, p = 50, 20000
+    mech = prepared(LightDP, n, NoFaults(None), max_colluders=10, max_stragglers=10)
+    plan = plan_for(mech, n)
+    d = mech.design
+    assert d.gamma0 > 0.05  # pairwise noise is really there
+    agg = noise_rows(mech, plan, n, p).mean(0)
+    # max_stragglers=10 but NoFaults: g is the point mass at 0 -> mu = 0 design
+    assert agg.var().item() == pytest.approx(d.sigma_individual**2 / n, rel=0.05)
+
+
+@pytest.mark.parametrize("s", [5, 15])
+def test_residual_with_stragglers_matches_eq9(s):
+    n, p = 50, 20000
+    faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=20))
+    mech = prepared(LightDP, n, faults, max_colluders=10)
+    plan = plan_for(mech, n)
+    d = mech.design
+    rows = noise_rows(mech, plan, n, p, seed=s)
+    late = np.zeros(n, bool)
+    late[np.random.default_rng(s).choice(n, s, replace=False)] = True
+    agg = rows[torch.as_tensor(~late)].mean(0)
+    expected = (s * d.sigma_pairwise**2 + d.sigma_individual**2) / (n - s)
+    assert agg.var().item() == pytest.approx(expected, rel=0.05)
+    faults.last_draw, faults.last_round = FaultDraw(np.ones(n, bool), late), 1
+    assert mech.round_metrics()["residual_noise_var"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_design_matches_example1_and_falls_back():
+    n = 50
+    faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
+    mech = prepared(LightDP, n, faults, max_colluders=10)
+    plan_for(mech, n)
+    assert mech.design.gamma0 == pytest.approx(0.079656, abs=1e-6)
+    c = ld.tail_constant(1e-5)
+    # note 004 §4.4 worked values at eps = 3, delta = 1e-5, Delta = 1
+    assert mech.design.sigma_individual == pytest.approx(0.9477, abs=1e-4)
+    assert mech.design.sigma_pairwise == pytest.approx(0.2675, abs=1e-4)
+    # mu >= N - C_bar - 1 (C_bar = 44, S_bar = 10): no positive root, plain local DP
+    mech2 = prepared(LightDP, n, faults, max_colluders=44)
+    plan_for(mech2, n)
+    assert mech2.design.gamma0 == 0.0
+    assert mech2.design.sigma_individual == pytest.approx(c / 3.0)
+
+
+def test_effective_noise_counts_only_honest_partners():
+    n = 20
+    mech = prepared(LightDP, n, NoFaults(None), colluders=5, max_colluders=5)
+    plan_for(mech, n, colluders=5)
+    mech.faults.last_draw, mech.faults.last_round = (
+        FaultDraw(np.ones(n, bool), np.zeros(n, bool)),
+        1,
+    )
+    eff = mech.client_metrics()["effective_noise_var"]
+    d = mech.design
+    assert eff[0] == 0.0  # a colluder reveals everything
+    assert eff[10] == pytest.approx((n - 5 - 1) * d.sigma_pairwise**2 + d.sigma_individual**2)
+    assert mech.round_metrics()["colluders"] == 5
+
+
+def test_ldp_and_smpc_noise_levels():
+    n = 50
+    faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
+    ldp = prepared(LocalDP, n, faults)
+    smpc = prepared(SmpcDP, n, faults, max_colluders=10)
+    s_l = plan_for(ldp, n).noise_std
+    s_s = plan_for(smpc, n).noise_std
+    assert s_l[0] == pytest.approx(ld.tail_constant(1e-5) / 3.0)
+    assert s_s[0] == pytest.approx(s_l[0] / np.sqrt(30))
+
+
+def test_smpc_round_fails_when_masks_cannot_be_recovered():
+    n = 10
+    faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=2))
+    smpc = prepared(SmpcDP, n, faults, max_colluders=2)
+    plan = plan_for(smpc, n)
+    delta = torch.zeros(3)
+    gen = torch.Generator()
+    late = np.zeros(n, bool)
+    late[3] = True
+    faults.last_draw, faults.last_round = FaultDraw(np.ones(n, bool), late), 1
+    assert smpc.finalise(delta, plan, num_received=9, generator=gen) is not None
+    down = tuple((0, j) for j in range(1, 4))  # client 0 loses 3 links: 0..3 not ok
+    faults.last_draw = FaultDraw(np.ones(n, bool), late, down)
+    assert smpc.finalise(delta, plan, num_received=9, generator=gen) is None
+    assert smpc.round_metrics()["smpc_status"] == 1
+    late[:5] = True  # 5 > S_bar stragglers: too few uploads before the deadline
+    faults.last_draw = FaultDraw(np.ones(n, bool), late)
+    assert smpc.finalise(delta, plan, num_received=5, generator=gen) is None
+    assert smpc.status == 2
+    ideal = prepared(IdealSmpc, n, faults, max_colluders=2)
+    ideal_plan = plan_for(ideal, n)
+    assert ideal.finalise(delta, ideal_plan, num_received=5, generator=gen) is not None
+
+
+def small(privacy: dict, **over) -> dict:
+    sc = {
+        "name": "ldp_small",
+        "seed": 5,
+        "rounds": 3,
+        "population": {"clients": 12, "budget": {"epsilon": 30.0, "delta": 3e-5}, "colluders": 0},
+        "data": {"dataset": {"kind": "digits"}, "partition": {"kind": "iid"}},
+        "model": {"kind": "logreg"},
+        "training": {"local_steps": 2, "batch_size": 8, "lr": 0.1, "device": "cpu"},
+        "selection": {"kind": "all"},
+        "aggregation": {"kind": "mean"},
+        "privacy": {
+            "kind": "lightdp",
+            "max_colluders": 3,
+            "sensitivity": "sample",
+            "participations": 3,
+            **privacy,
+        },
+        "network": {
+            "topology": {"kind": "complete"},
+            "faults": {"kind": "bounded_stragglers", "max_stragglers": 2},
+        },
+    }
+    sc.update(over)
+    return sc
+
+
+def test_colluders_change_effective_privacy_not_training():
+    base = simulate(validate(small({})))
+    coll = small({})
+    coll["population"]["colluders"] = 3
+    other = simulate(validate(coll))
+    np.testing.assert_array_equal(base.rounds["test_accuracy"], other.rounds["test_accuracy"])
+    assert (other.rounds["colluders"] == 3).all() and (base.rounds["colluders"] == 0).all()
+    eb, eo = base.clients["effective_noise_var"], other.clients["effective_noise_var"]
+    assert (eo.fillna(0) <= eb.fillna(0) + 1e-15).all() and (eo < eb).any()
+
+
+def test_smpc_with_link_failures_flags_failed_rounds():
+    sc = small({"kind": "smpc_dp", "recovery": "p2p"})
+    sc["network"]["faults"]["edge_failure"] = 0.5
+    out = simulate(validate(sc))
+    assert out.rounds["aggregation_failed"].all()
+    assert (out.rounds["smpc_status"] == 1).all()
+    sc["privacy"]["kind"] = "ideal_smpc"
+    del sc["privacy"]["recovery"]
+    assert not simulate(validate(sc)).rounds["aggregation_failed"].any()
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"privacy": {"max_colluders": 10}}, "privacy.max_colluders"),  # 10 + S_bar 2 >= 12
+        ({"privacy": {"kind": "smpc_dp", "max_colluders": 11}}, "privacy.max_colluders"),
+        ({"aggregation": {"kind": "fedavg"}}, "aggregation"),
+        ({"network": {"topology": {"kind": "erdos_renyi", "p": 0.5}}}, "network.topology"),
+        (
+            {"network": {"faults": {"kind": "independent", "link_failure": 1.0}}},
+            "network.faults.link_failure",
+        ),
+    ],
+)
+def test_bad_inputs_exit_2(change, key, write_scenario, capsys):
+    from fedgame.cli import main
+
+    sc = small({})
+    for section, value in change.items():
+        if section == "network":
+            sc["network"].update(value)
+        elif isinstance(sc.get(section), dict):
+            sc[section] = {**sc[section], **value}
+        else:
+            sc[section] = value
+    assert main(["validate", str(write_scenario(sc))]) == 2
+    assert key in capsys.readouterr().err
+
+
+def test_incomplete_graph_uses_ldp_floor():
+    n = 20
+    ring = nx.cycle_graph(n)
+    mech = prepared(
+        LightDP, n, NoFaults(None), graph=ring, max_colluders=2, incomplete_graph="ldp_floor"
+    )
+    plan_for(mech, n)
+    assert mech.design.sigma_individual == pytest.approx(ld.tail_constant(1e-5) / 3.0)
+    assert mech.adjacency().sum() == 2 * n  # pairwise terms only on the ring's edges
