@@ -245,6 +245,9 @@ class FedGameModel(mesa.Model):
                 delta = self.privacy.finalise(
                     delta, self.state.privacy, num_received=len(ids), generator=gen
                 )
+                if delta is None:  # e.g. secure aggregation could not unmask the sum
+                    self.state.aggregation_failed = True
+                    return
             try:
                 self.learner.apply_update(delta)
                 self.test_accuracy, self.test_loss = self.learner.evaluate()

@@ -6,7 +6,8 @@ M = K T selections, adds noise E||Z_n||^2 = Lambda eta_t^2 T_n^z Phi_n per parti
 Problem P1 minimises Omega_A sum T_n^(z+1) Phi_n + Omega_B sum T_n Gamma_n s.t. sum T_n = M.
 With Gamma = 0 the answer is Prop. 1, T_n proportional to Phi_n^(-1/z). A client is picked at
 most once per round, so fedgame adds the cap T_n <= T_max (note 000 §4.5) and water-fills.
-All functions are pure; selection sampling lives in the selection mechanism.
+All functions are pure; selection sampling lives in the selection mechanism. The stage-1
+estimators (Eq. 8-9) and the P2 fit (Eq. 10) live in :mod:`fedgame.game.bcs_estimate`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,21 @@ from typing import Literal
 import numpy as np
 
 from fedgame.errors import ScenarioError
+from fedgame.game.bcs_estimate import P2Fit, estimate_noniid, estimate_rho_min, fit_p2
 
 __all__ = [
+    "P2Fit",
     "capped_allocation",
+    "estimate_noniid",
+    "estimate_rho_min",
+    "fit_p2",
+    "greedy_allocation",
+    "noise_constant",
     "noise_exponent",
     "noise_factor",
     "p1_allocation",
+    "p1_objective",
+    "p1_weights",
     "prop1_allocation",
     "round_allocation",
 ]
@@ -98,6 +108,8 @@ def capped_allocation(*, phi: Sequence[float], z: int, total: float, cap: float)
     _check_total(total, w.size, cap)
     capped = np.zeros(w.size, dtype=bool)
     while True:
+        if capped.all():
+            return np.full(w.size, float(cap))
         scale = (total - cap * capped.sum()) / w[~capped].sum()
         over = ~capped & (scale * w > cap)
         if not over.any():
@@ -152,3 +164,84 @@ def round_allocation(*, allocation: Sequence[float], total: int, cap: int) -> np
     for i in order[: total - int(out.sum())]:
         out[i] += 1
     return out
+
+
+def noise_constant(*, mechanism: Mechanism, clip: float, dim: int, c2: float = 1.0) -> float:
+    """Lambda of paper 000 §1.4: 4 B^2 d c2^2 (Gaussian, Lemma 1) or 8 d B^2 (Laplace, Lemma 2)."""
+    for key, val in (("clip", clip), ("dim", dim), ("c2", c2)):
+        if not (np.isfinite(val) and val > 0):
+            raise ScenarioError(key, val, "a finite number > 0")
+    if noise_exponent(mechanism) == 1:
+        return 4.0 * clip**2 * dim * c2**2
+    return 8.0 * dim * clip**2
+
+
+def p1_weights(
+    *, smoothness: float, strong_convexity: float, gamma: float, k: int, rounds: int, lam: float
+) -> tuple[float, float]:
+    """(Omega_A, Omega_B) of paper 000 problem P1 (Sec. IV-A).
+
+    Omega_A = 4 L Lambda / ((gamma+T) T K^2 mu^2); Omega_B = 4 L^2 / ((gamma+T) T K mu^2)
+    + 3 L / (2 K mu T). Stage 2 passes ``rounds = T - T_0`` (note 000 §8.12).
+    """
+    for key, val in (("smoothness", smoothness), ("strong_convexity", strong_convexity)):
+        if not (np.isfinite(val) and val > 0):
+            raise ScenarioError(key, val, "a finite number > 0")
+    if not (np.isfinite(gamma) and gamma >= 0) or k < 1 or rounds < 1 or not lam > 0:
+        raise ScenarioError("gamma", gamma, "gamma >= 0, k >= 1, rounds >= 1, Lambda > 0")
+    el, mu, tt = smoothness, strong_convexity, float(rounds)
+    omega_a = 4 * el * lam / ((gamma + tt) * tt * k**2 * mu**2)
+    omega_b = 4 * el**2 / ((gamma + tt) * tt * k * mu**2) + 3 * el / (2 * k * mu * tt)
+    return omega_a, omega_b
+
+
+def p1_objective(
+    allocation: Sequence[float],
+    *,
+    phi: Sequence[float],
+    gamma_n: Sequence[float],
+    omega_a: float,
+    omega_b: float,
+    z: int,
+) -> float:
+    """J = Omega_A sum T_n^(z+1) Phi_n + Omega_B sum T_n Gamma_n (paper 000 problem P1)."""
+    t = np.asarray(allocation, dtype=float)
+    ph, gam = np.asarray(phi, dtype=float), np.asarray(gamma_n, dtype=float)
+    return float(omega_a * np.sum(t ** (z + 1) * ph) + omega_b * np.sum(t * gam))
+
+
+def greedy_allocation(
+    *,
+    phi: Sequence[float],
+    gamma_n: Sequence[float],
+    omega_a: float,
+    omega_b: float,
+    z: int,
+    total: int,
+    cap: int,
+) -> np.ndarray:
+    """Exact integer solution of P1 with 0 <= T_n <= cap, sum T_n = total (note 000 §4.5).
+
+    J is separable and convex in each T_n, so adding the M units one by one, each to the
+    client with the smallest marginal J_n(T_n + 1) - J_n(T_n), is optimal. Vectorised form of
+    the heap: the marginals of all clients are increasing, so the greedy picks the ``total``
+    smallest marginals over the grid T_n = 0..cap-1 (ties by client index).
+    """
+    ph = _vector("phi", phi, positive=True)
+    gam = _vector("gamma_n", gamma_n, positive=False)
+    if gam.shape != ph.shape:
+        raise ScenarioError("gamma_n", gam.size, f"one per client ({ph.size})")
+    if int(total) != total or total < 0 or int(cap) != cap or cap < 0:
+        raise ScenarioError("total", total, "integers total >= 0 and cap >= 0")
+    if total > ph.size * cap:
+        raise ScenarioError(
+            "total", total, f"<= N * cap = {ph.size * cap}: the caps cannot hold every selection"
+        )
+    steps = np.arange(int(cap), dtype=float)
+    marg = omega_a * ph[:, None] * ((steps + 1) ** (z + 1) - steps ** (z + 1))
+    marg = marg + omega_b * gam[:, None]
+    flat = marg.ravel()
+    if cap == 0:
+        return np.zeros(ph.size, dtype=int)
+    chosen = np.argsort(flat, kind="stable")[: int(total)]
+    return np.bincount(chosen // int(cap), minlength=ph.size).astype(int)

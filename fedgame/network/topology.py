@@ -1,15 +1,31 @@
 """Client-client topologies as networkx graphs (nodes are client ids 0..N-1).
 
 Every client also has a link to the server; that link is not a graph edge. Pairwise
-mechanisms (masks, pairwise noise) exist only on graph edges.
+mechanisms (masks, pairwise noise, secret shares) exist only on graph edges. Random
+generators are seeded from the ``topology`` stream of the SeedPlan: the generator passed to
+``build`` yields one integer seed for networkx, so the same scenario seed gives the same graph.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import networkx as nx
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from fedgame.errors import ScenarioError
 from fedgame.registry import register
+
+
+def _seed(rng: np.random.Generator) -> int:
+    """One networkx seed drawn from the topology stream."""
+    return int(rng.integers(0, 2**31 - 1))
+
+
+def _clients(scenario: Any) -> int:
+    return int(scenario.population.clients)
 
 
 @register("topology", "star")
@@ -20,8 +36,7 @@ class Star:
         del config
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
-        graph = nx.empty_graph(num_clients)
-        return graph
+        return nx.empty_graph(num_clients)
 
 
 @register("topology", "complete")
@@ -33,3 +48,136 @@ class Complete:
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
         return nx.complete_graph(num_clients)
+
+
+@register("topology", "erdos_renyi")
+class ErdosRenyi:
+    """G(N, p): each pair of clients is linked independently with probability ``p``."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        p: float = Field(0.2, ge=0.0, le=1.0)
+
+    def __init__(self, config: Config) -> None:
+        self.p = config.p
+
+    def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        return nx.gnp_random_graph(num_clients, self.p, seed=_seed(rng))
+
+
+@register("topology", "watts_strogatz")
+class WattsStrogatz:
+    """Small world: ring lattice with ``k`` nearest neighbours, each edge rewired w.p. ``p``."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        k: PositiveInt = 4
+        p: float = Field(0.1, ge=0.0, le=1.0)
+
+    def __init__(self, config: Config) -> None:
+        self.k, self.p = config.k, config.p
+
+    @staticmethod
+    def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
+        n = _clients(scenario)
+        if config.k >= n:
+            raise ScenarioError(f"{key}.k", config.k, f"must be < population.clients ({n})")
+
+    def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        return nx.watts_strogatz_graph(num_clients, self.k, self.p, seed=_seed(rng))
+
+
+@register("topology", "barabasi_albert")
+class BarabasiAlbert:
+    """Preferential attachment: each new client links to ``m`` existing ones."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        m: PositiveInt = 2
+
+    def __init__(self, config: Config) -> None:
+        self.m = config.m
+
+    @staticmethod
+    def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
+        n = _clients(scenario)
+        if config.m >= n:
+            raise ScenarioError(f"{key}.m", config.m, f"must be < population.clients ({n})")
+
+    def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        return nx.barabasi_albert_graph(num_clients, self.m, seed=_seed(rng))
+
+
+@register("topology", "random_geometric")
+class RandomGeometric:
+    """Clients at uniform points of the unit square, linked when closer than ``radius``.
+
+    Node attribute ``pos`` holds the position (regions for correlated outages).
+    """
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        radius: PositiveFloat = 0.3
+
+    def __init__(self, config: Config) -> None:
+        self.radius = config.radius
+
+    def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        return nx.random_geometric_graph(num_clients, self.radius, seed=_seed(rng))
+
+
+def read_edges(source: str | list[Any], *, key: str = "edges") -> list[tuple[int, int]]:
+    """Edges from a file of ``"i j"`` lines (``#`` comments) or an inline list of pairs."""
+    if isinstance(source, str):
+        path = Path(source).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ScenarioError(key, source, f"cannot be read: {exc.strerror or exc}") from None
+        rows = [ln.split("#", 1)[0].split() for ln in text.splitlines()]
+        pairs: list[Any] = [r for r in rows if r]
+    else:
+        pairs = list(source)
+    edges = []
+    for pair in pairs:
+        try:
+            i, j = (int(v) for v in pair)
+        except (TypeError, ValueError):
+            raise ScenarioError(key, pair, "each edge is two integer client ids 'i j'") from None
+        edges.append((i, j))
+    return edges
+
+
+def check_edges(edges: list[tuple[int, int]], num_clients: int, *, key: str) -> None:
+    """Raise ScenarioError on an edge naming an unknown client or a self-loop."""
+    for i, j in edges:
+        if not (0 <= i < num_clients and 0 <= j < num_clients):
+            raise ScenarioError(
+                key, [i, j], f"edges name clients 0..{num_clients - 1} (population.clients)"
+            )
+        if i == j:
+            raise ScenarioError(key, [i, j], "an edge joins two different clients")
+
+
+@register("topology", "edge_list")
+class EdgeList:
+    """A fixed graph: ``edges`` is a file path of ``"i j"`` lines or an inline list of pairs."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        edges: str | list[tuple[int, int]]
+
+    def __init__(self, config: Config) -> None:
+        self.source = config.edges
+
+    @staticmethod
+    def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
+        edges = read_edges(config.edges, key=f"{key}.edges")
+        check_edges(edges, _clients(scenario), key=f"{key}.edges")
+
+    def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        edges = read_edges(self.source)
+        check_edges(edges, num_clients, key="edges")
+        graph = nx.empty_graph(num_clients)
+        graph.add_edges_from(edges)
+        return graph

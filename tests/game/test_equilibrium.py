@@ -91,8 +91,13 @@ def test_analytic_fast_path_matches_numeric_best_response():
 def test_quadratic_cost_satisfies_first_order_conditions():
     nu = np.array([1.0, 1.5, 2.0, 4.0])
     u = FollowerUtility(nu, 5.0, 0.5, cost="quadratic")
-    assert u.analytic_best_response(0, np.ones(4)) is None  # no fast path: numeric only
+    lower, upper = u.bounds()
+    numeric = numeric_best_response(u, np.ones(4), 0, lower=lower[0], upper=upper[0])
+    assert u.analytic_best_response(0, np.ones(4)) == pytest.approx(numeric, rel=1e-7)
+    assert u.analytic_best_response(0, np.array([0.0, 0, 0, 0])) is None  # S_-i = 0
     eq = solve_followers(u)
+    fast = solve_followers(u, analytic=True)
+    np.testing.assert_allclose(fast.rho, eq.rho, rtol=1e-6)
     assert eq.converged and np.all(eq.rho > 0)
     s = eq.rho.sum()
     # dU_i/drho_i = R*S_-i/S^2 - 2*phi*nu_i*rho_i = 0 at an interior equilibrium.
@@ -116,19 +121,51 @@ def test_caps_are_respected_and_bind():
 
 def test_non_convergence_is_reported():
     u = FollowerUtility(NU, R, PHI)
-    eq = solve_followers(u, max_iter=1, tol=1e-10)
+    eq = solve_followers(u, max_iter=1, tol=1e-10, warm_start=False)
     assert not eq.converged and eq.iterations == 1 and eq.residual > 1e-10
 
 
-def test_jacobi_converges_for_two_and_oscillates_for_six():
+def test_jacobi_converges_for_two_and_oscillates_for_six_unless_damped():
     u = FollowerUtility(np.array([1.0, 1.2]), 4.0, 1.0)
     eq = solve_followers(u, scheme="jacobi")
     assert eq.converged
     np.testing.assert_allclose(eq.rho, follower_equilibrium(u.nu, reward=4.0, phi=1.0), rtol=1e-6)
     # Linearised Jacobi map has eigenvalue (2-N)/2 = -2 at N=6 (note on solve_followers).
     six = FollowerUtility(np.ones(6), 6.0, 1.0)
-    assert not solve_followers(six, scheme="jacobi", analytic=True, max_iter=100).converged
+    cold = {"scheme": "jacobi", "analytic": True, "warm_start": False}
+    undamped = solve_followers(six, max_iter=100, damping=1.0, **cold)
+    assert not undamped.converged
+    damped = solve_followers(six, max_iter=300, **cold)
+    assert damped.converged
+    np.testing.assert_allclose(damped.rho, 5 / 6, rtol=1e-6)  # (N-1)R/(N^2 phi nu)
     assert solve_followers(six, analytic=True).converged
+
+
+@pytest.mark.parametrize("analytic", [False, True])
+def test_heterogeneous_two_client_cycle_is_damped(analytic):
+    # nu=(1, 1/8), R=phi=1: plain Gauss-Seidel best responses flip 0 <-> large forever.
+    # Theorem 1: sum nu = 9/8, C = (9/8 - nu)/(81/64) = (8/81, 64/81).
+    u = FollowerUtility(np.array([1.0, 0.125]), 1.0, 1.0)
+    cold = {"analytic": analytic, "warm_start": False}
+    assert not solve_followers(u, damping=1.0, max_iter=200, **cold).converged
+    eq = solve_followers(u, **cold)
+    assert eq.converged
+    np.testing.assert_allclose(eq.rho, [8 / 81, 64 / 81], rtol=1e-6)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(st.floats(-4.5, 2.3), min_size=2, max_size=8),
+    st.floats(0.2, 50.0),
+    st.floats(0.2, 5.0),
+)
+def test_numeric_equilibrium_matches_closed_form_heterogeneous(log_nu, reward, phi):
+    # nu spread over ~3 orders of magnitude (0.01..10): active set of note 003 §4.1.
+    nu = np.exp(np.array(log_nu))
+    expected = follower_equilibrium(nu, reward=reward, phi=phi)
+    eq = solve_followers(FollowerUtility(nu, reward, phi), analytic=True)
+    assert eq.converged
+    np.testing.assert_allclose(eq.rho, expected, rtol=1e-6, atol=1e-9 * expected.max())
 
 
 @settings(max_examples=25, deadline=None)
@@ -193,3 +230,45 @@ def test_utility_validation():
         FollowerUtility(NU, 0.0, PHI)
     with pytest.raises(ScenarioError, match="scheme"):
         solve_followers(FollowerUtility(NU, R, PHI), scheme="newton")
+    with pytest.raises(ScenarioError, match="damping"):
+        solve_followers(FollowerUtility(NU, R, PHI), damping=0.0)
+
+
+def test_deviation_gaps_match_nash_gap():
+    for cost in ("linear", "quadratic"):
+        u = FollowerUtility(NU, R, PHI, cost=cost, caps=np.array([10.0, 1.0, 10.0]))
+        rho = np.array([1.0, 0.5, 3.0])
+        np.testing.assert_allclose(
+            u.deviation_gaps(rho), nash_gap(rho, u, bounds=u.bounds()), rtol=1e-6, atol=1e-10
+        )
+        eq = solve_followers(u, analytic=True)
+        assert np.all(u.deviation_gaps(eq.rho) < 1e-9)
+    # Nobody else contributes: the supremum R is approached by an arbitrarily small budget.
+    u = FollowerUtility(NU, R, PHI)
+    assert u.deviation_gaps(np.zeros(3)) == pytest.approx([R, R, R])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(-4.5, 2.3), min_size=2, max_size=10),
+    st.floats(0.2, 50.0),
+    st.floats(0.2, 5.0),
+)
+def test_share_function_solution_matches_theorem1(log_nu, reward, phi):
+    # The aggregate fixed point is an independent numeric route to the same equilibrium.
+    nu = np.exp(np.array(log_nu))
+    rho = FollowerUtility(nu, reward, phi).aggregate_equilibrium()
+    expected = follower_equilibrium(nu, reward=reward, phi=phi)
+    np.testing.assert_allclose(rho, expected, rtol=1e-8, atol=1e-12 * expected.max())
+
+
+def test_share_function_quadratic_satisfies_first_order_conditions():
+    u = FollowerUtility(np.array([0.5, 1.0, 3.0]), 4.0, 1.0, cost="quadratic")
+    rho = u.aggregate_equilibrium()
+    s = rho.sum()
+    np.testing.assert_allclose(4.0 * (s - rho) / s**2, 2 * u.nu * rho, rtol=1e-9)
+    assert np.all(u.deviation_gaps(rho) < 1e-10)
+
+
+def test_share_function_none_for_a_single_contributor():
+    assert FollowerUtility(np.array([1.0]), 1.0, 1.0).aggregate_equilibrium() is None

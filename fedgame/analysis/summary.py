@@ -1,0 +1,120 @@
+"""Per-run metrics and per-grid-point summaries with 95% t-intervals over replicates.
+
+Pure pandas: every function takes frames (``Sweep.rounds`` / ``Sweep.clients`` or a single
+run's tables with ``run_id`` added) and returns a new frame. Columns that a scenario does not
+produce (e.g. ``nash_gap_max`` without a Stackelberg incentive) are simply left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+#: optional per-round columns summarised when present: column -> how a run is reduced
+OPTIONAL_FINAL = ("reward", "sum_rho", "welfare", "nash_gap_max", "server_utility")
+
+
+def t_interval(values: Sequence[float], *, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and two-sided Student-t confidence interval of the mean.
+
+    ``mean ± t_{(1+level)/2, n-1} · s / sqrt(n)`` with ``s`` the sample standard deviation
+    (Student 1908; Wasserman, *All of Statistics*, 2004, eq. 10.8 with the t quantile).
+    NaNs are dropped; with fewer than two values the bounds are NaN.
+
+    >>> tuple(round(v, 4) for v in t_interval([1.0, 2.0, 3.0]))
+    (2.0, -0.4841, 4.4841)
+    """
+    x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, math.nan, math.nan
+    half = float(stats.t.ppf((1 + level) / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return mean, mean - half, mean + half
+
+
+def rounds_to_target(accuracy: Sequence[float], *, target: float) -> float:
+    """First round (1-based) whose accuracy reaches ``target``; NaN if none does.
+
+    >>> rounds_to_target([0.2, 0.5, 0.85, 0.9], target=0.8)
+    3.0
+    """
+    for i, acc in enumerate(accuracy, start=1):
+        if acc >= target:
+            return float(i)
+    return math.nan
+
+
+def run_metrics(
+    rounds: pd.DataFrame, clients: pd.DataFrame | None = None, *, target: float = 0.8
+) -> pd.DataFrame:
+    """One row per ``run_id``: final accuracy, rounds to ``target``, reward, cost, ε, participation.
+
+    ``server_cost`` is the ``server_cost`` column summed when present, else the total payments
+    (``reward_total`` summed). ε quantiles come from the clients' final-round ``epsilon_spent``.
+    """
+    rows = []
+    for run_id, run in rounds.sort_values("round").groupby("run_id", sort=False):
+        last = run.iloc[-1]
+        n = run.get("num_clients", np.nan)
+        row = {
+            "run_id": run_id,
+            "final_accuracy": float(last["test_accuracy"]),
+            "rounds_to_target": rounds_to_target(run["test_accuracy"].tolist(), target=target),
+            "total_reward": float(run.get("reward_total", pd.Series([0.0])).sum()),
+            "final_epsilon_mean": float(last.get("epsilon_spent_mean", np.nan)),
+            "final_epsilon_max": float(last.get("epsilon_spent_max", np.nan)),
+            "participation_rate": float((run["participants"] / n).mean()),
+            "upload_rate": float((run["uploaded"] / n).mean()),
+        }
+        cost = run["server_cost"] if "server_cost" in run else run.get("reward_total")
+        row["server_cost"] = float(cost.sum()) if cost is not None else math.nan
+        for col in OPTIONAL_FINAL:
+            if col in run and run[col].notna().any():
+                row[col] = float(run[col].dropna().iloc[-1])
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    if clients is not None and not clients.empty and "epsilon_spent" in clients:
+        final = clients[clients["round"] == clients.groupby("run_id")["round"].transform("max")]
+        q = final.groupby("run_id")["epsilon_spent"].quantile([0.1, 0.5, 0.9]).unstack()
+        q.columns = ["epsilon_p10", "epsilon_p50", "epsilon_p90"]
+        out = out.merge(q.reset_index(), on="run_id", how="left")
+    return out
+
+
+def aggregate(per_run: pd.DataFrame, *, by: Sequence[str], level: float = 0.95) -> pd.DataFrame:
+    """Mean and t-interval of every numeric column of ``per_run`` per group of ``by``.
+
+    Output columns: ``by``, ``n`` (runs), then ``<metric>``, ``<metric>_lo``, ``<metric>_hi``.
+    """
+    metrics = [
+        c
+        for c in per_run.columns
+        if c not in (*by, "run_id", "replicate") and pd.api.types.is_numeric_dtype(per_run[c])
+    ]
+    rows = []
+    groups = per_run.groupby(list(by), sort=True, dropna=False) if by else [((), per_run)]
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key))
+        row["n"] = len(group)
+        for col in metrics:
+            row[col], row[f"{col}_lo"], row[f"{col}_hi"] = t_interval(
+                group[col].astype(float).tolist(), level=level
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summarise(sweep: object, *, target: float = 0.8, clients: bool = True) -> pd.DataFrame:
+    """Summary per grid point of a loaded sweep (mean and 95% CI over replicates)."""
+    rounds = sweep.rounds  # type: ignore[attr-defined]
+    keys = list(sweep.keys)  # type: ignore[attr-defined]
+    per_run = run_metrics(rounds, sweep.clients if clients else None, target=target)  # type: ignore[attr-defined]
+    ids = rounds[[*keys, "run_id", "replicate"]].drop_duplicates("run_id")
+    return aggregate(ids.merge(per_run, on="run_id"), by=keys)

@@ -1,0 +1,81 @@
+"""Command line: ``fedgame sweep`` and ``fedgame report`` (wired into :mod:`fedgame.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from fedgame.errors import ScenarioError
+
+EXIT_RUNS_FAILED = 1
+
+
+def add_parsers(sub: Any) -> None:
+    """Add the ``sweep`` and ``report`` sub-commands to ``fedgame``'s parser."""
+    sweep = sub.add_parser("sweep", help="run a scenario over a grid of keys x replicates")
+    sweep.add_argument("file")
+    sweep.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="sweep a dotted key over values, e.g. --grid population.clients=20,50 (repeatable; "
+        "adds to or replaces the file's sweep.grid)",
+    )
+    sweep.add_argument("--replicates", type=int, help="replicates per grid point")
+    sweep.add_argument(
+        "--executor",
+        default="local",
+        help="local (process pool, default), ray, or serial (in this process)",
+    )
+    sweep.add_argument("--workers", type=int, help="processes / Ray CPUs (default: all cores)")
+    sweep.add_argument("--address", help="Ray cluster address (host:port, ray://..., auto)")
+    sweep.add_argument("--out", help="results folder (default: the scenario's output.dir)")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
+    sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+
+    report = sub.add_parser("report", help="write a Markdown report for a run or a sweep")
+    report.add_argument("result_dir")
+    report.add_argument("--out", help="report folder (default: RESULT_DIR/report)")
+    report.add_argument("--target", type=float, default=0.8, help="target test accuracy")
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from fedgame.run.grid import plan_sweep
+    from fedgame.run.sweep import run_sweep
+
+    plan = plan_sweep(
+        args.file,
+        overrides=args.overrides,
+        grid=args.grid,
+        replicates=args.replicates,
+        out=args.out,
+    )
+    if args.quiet:
+        warnings.simplefilter("ignore")
+    summary = run_sweep(
+        plan,
+        executor=args.executor,
+        workers=args.workers,
+        address=args.address,
+        progress=not args.quiet,
+    )
+    for run_id, error in summary.failed.items():
+        print(f"fedgame: run {run_id} failed: {error}", file=sys.stderr)
+    if not args.quiet:
+        print(f"{plan.name}: {summary.line()}")
+        print(f"results: {summary.sweep_dir}")
+    return EXIT_RUNS_FAILED if summary.failed else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from fedgame.analysis.report import write_report
+
+    if not Path(args.result_dir).exists():
+        raise ScenarioError("RESULT_DIR", args.result_dir, "an existing run or sweep folder")
+    path = write_report(args.result_dir, out=args.out, target=args.target)
+    print(f"report: {path}")
+    return 0

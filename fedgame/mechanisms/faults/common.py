@@ -1,0 +1,95 @@
+"""Shared pieces of the fault models: link draws, straggler-count laws, the last draw.
+
+Every fault model here keeps ``last_draw`` / ``last_round`` (the FaultDraw of the current
+round) so that distributed privacy mechanisms (secure aggregation, LightDP metrics) can see
+which selected clients straggled and which client-client edges failed, and offers
+``straggler_pmf(clients, *, graph)``: the law of the number of stragglers among ``clients``
+in one round (LightDP-FL's g(s), paper 004 Sec. V-C), consumed in ``prepare``/``plan``.
+
+Timing: stragglers are decided in phase 1 with the rest of the round's faults, but they only
+take effect in phase 7 (upload), after every selected client has trained and committed its
+noise (phase 6). That is the LightDP-FL situation: a straggler's pairwise noise is already in
+its partners' uploads when its own upload goes missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import networkx as nx
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from fedgame.errors import ScenarioError
+from fedgame.mechanisms.base import FaultDraw
+from fedgame.views import ClientView, RoundInfo
+
+#: a probability in [0, 1] (validated; bad values name the key)
+Prob = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class LinkConfig(BaseModel):
+    """Link failures shared by every fault model.
+
+    ``link_failure``: each client-server link is down for the whole round with this
+    probability (the client is unreachable and does not train). ``edge_failure``: each
+    client-client graph edge is down this round with this probability (``failed_edges``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    link_failure: Prob = 0.0
+    edge_failure: Prob = 0.0
+
+
+def check_server_reachable(link_failure: float, *, key: str) -> None:
+    """A fault model that takes every client-server link down is a configuration error."""
+    if link_failure >= 1.0:
+        raise ScenarioError(
+            key,
+            link_failure,
+            "must be < 1: with 1 every client-server link is down (disconnected server)",
+        )
+
+
+def draw_links(
+    n: int, graph: Any, *, link_failure: float, edge_failure: float, rng: np.random.Generator
+) -> tuple[np.ndarray, tuple[tuple[int, int], ...]]:
+    """Client-server links up [n] and the failed client-client edges (sorted pairs)."""
+    link_up = rng.random(n) >= link_failure
+    edges = sorted((min(i, j), max(i, j)) for i, j in graph.edges()) if graph is not None else []
+    down = rng.random(len(edges)) < edge_failure
+    failed = tuple((int(i), int(j)) for (i, j), d in zip(edges, down) if d)
+    return link_up, failed
+
+
+def poisson_binomial(probs: Sequence[float] | np.ndarray) -> np.ndarray:
+    """pmf of the number of successes of independent Bernoulli(p_i) trials (length n + 1)."""
+    pmf = np.zeros(len(probs) + 1)
+    pmf[0] = 1.0
+    for k, p in enumerate(np.asarray(probs, dtype=float), start=1):
+        pmf[1 : k + 1] = pmf[1 : k + 1] * (1 - p) + pmf[:k] * p
+        pmf[0] *= 1 - p
+    return pmf
+
+
+def neighbourhood(graph: Any, centre: int, radius: int) -> list[int]:
+    """Clients within ``radius`` hops of ``centre`` (the centre included)."""
+    if graph is None or radius == 0:
+        return [centre]
+    return sorted(nx.single_source_shortest_path_length(graph, centre, cutoff=radius))
+
+
+class RecordsDraw:
+    """Mixin: remembers the round's draw for mechanisms that must know the faults."""
+
+    last_draw: FaultDraw | None = None
+    last_round: int = -1
+
+    def _record(self, draw: FaultDraw, info: RoundInfo) -> FaultDraw:
+        self.last_draw, self.last_round = draw, info.round
+        return draw
+
+
+def straggle_probs(clients: Sequence[ClientView]) -> np.ndarray:
+    return np.array([c.straggle_prob for c in clients], dtype=float)

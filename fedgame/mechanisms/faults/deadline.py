@@ -1,0 +1,123 @@
+"""Deadline stragglers: a client straggles when compute plus upload time passes the deadline."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import NonNegativeFloat, PositiveFloat, PositiveInt
+from scipy.stats import norm
+
+from fedgame.mechanisms.base import FaultDraw
+from fedgame.mechanisms.faults.common import (
+    LinkConfig,
+    RecordsDraw,
+    check_server_reachable,
+    draw_links,
+    poisson_binomial,
+)
+from fedgame.registry import register
+from fedgame.views import ClientView, RoundInfo
+
+_Z = np.linspace(-9.0, 9.0, 6001)
+_PHI = norm.pdf(_Z) * (_Z[1] - _Z[0])
+
+
+def deadline_miss_probability(
+    *, work_time: float, compute_sigma: float, upload_latency: float, deadline: float
+) -> float:
+    """P(a X + L > D) with X = exp(sigma Z) (lognormal slowness) and L ~ Exp(mean lambda).
+
+    Closed form without latency: 1 - Phi(ln(D/a)/sigma); with latency, E_X[exp(-(D - aX)+/lambda)]
+    integrated numerically over Z on a fine grid. ``a`` = time per sample x work.
+    """
+    a, s, lam, d = work_time, compute_sigma, upload_latency, deadline
+    if s == 0.0:
+        if a >= d:
+            return 1.0
+        return 0.0 if lam == 0.0 else math.exp(-(d - a) / lam)
+    if lam == 0.0:
+        return float(norm.sf(math.log(d / a) / s))
+    slack = d - a * np.exp(s * _Z)
+    tail = np.where(slack <= 0, 1.0, np.exp(-np.clip(slack, 0, None) / lam))
+    return float(np.sum(tail * _PHI))
+
+
+@register("faults", "deadline")
+class DeadlineStragglers(RecordsDraw):
+    """Per round, client i computes for ``time_per_sample`` x work_i x X_i seconds,
+    X_i ~ LogNormal(0, ``compute_sigma``), then uploads in L_i ~ Exp(mean ``upload_latency``)
+    seconds; it straggles when the total exceeds ``deadline``.
+
+    work_i is its dataset size (``work="dataset"``) or ``work_samples`` for everyone
+    (``work="constant"``, e.g. local_steps x batch_size). Per-client ``straggle_prob`` is
+    ignored. Times go to ``details`` and to the client columns ``compute_time`` and
+    ``finish_time`` (seconds of simulated time).
+    """
+
+    client_columns = ("compute_time", "finish_time")
+
+    class Config(LinkConfig):
+        time_per_sample: PositiveFloat = 0.001
+        work: Literal["dataset", "constant"] = "dataset"
+        work_samples: PositiveInt = 100
+        compute_sigma: NonNegativeFloat = 0.5
+        upload_latency: NonNegativeFloat = 0.1
+        deadline: PositiveFloat = 1.0
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    @staticmethod
+    def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
+        check_server_reachable(config.link_failure, key=f"{key}.link_failure")
+
+    def _work_time(self, clients: Sequence[ClientView]) -> np.ndarray:
+        cfg = self.config
+        work = [c.dataset_size if cfg.work == "dataset" else cfg.work_samples for c in clients]
+        return cfg.time_per_sample * np.asarray(work, dtype=float)
+
+    def miss_probabilities(self, clients: Sequence[ClientView]) -> np.ndarray:
+        cfg = self.config
+        return np.array(
+            [
+                deadline_miss_probability(
+                    work_time=a,
+                    compute_sigma=cfg.compute_sigma,
+                    upload_latency=cfg.upload_latency,
+                    deadline=cfg.deadline,
+                )
+                for a in self._work_time(clients)
+            ]
+        )
+
+    def straggler_pmf(self, clients: Sequence[ClientView], *, graph: Any = None) -> np.ndarray:
+        return poisson_binomial(self.miss_probabilities(clients))
+
+    def draw(
+        self,
+        clients: Sequence[ClientView],
+        *,
+        graph: Any = None,
+        info: RoundInfo,
+        rng: np.random.Generator,
+    ) -> FaultDraw:
+        n, cfg = len(clients), self.config
+        link_up, failed = draw_links(
+            n, graph, link_failure=cfg.link_failure, edge_failure=cfg.edge_failure, rng=rng
+        )
+        compute = self._work_time(clients) * np.exp(cfg.compute_sigma * rng.standard_normal(n))
+        upload = rng.exponential(cfg.upload_latency, n) if cfg.upload_latency > 0 else np.zeros(n)
+        finish = compute + upload
+        details = {"compute_time": compute, "upload_time": upload, "finish_time": finish}
+        return self._record(FaultDraw(link_up, finish > cfg.deadline, failed, details), info)
+
+    def client_metrics(self) -> dict[str, dict[int, float]]:
+        if self.last_draw is None or self.last_draw.details is None:
+            return {}
+        return {
+            col: {i: float(v) for i, v in enumerate(self.last_draw.details[col])}
+            for col in self.client_columns
+        }

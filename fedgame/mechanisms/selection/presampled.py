@@ -1,0 +1,136 @@
+"""Pre-sampled selection (paper 001, Alg. 1 lines 4-5): ``privacy_aware`` and ``unbiased``.
+
+Before round 1 the server draws every round's multiset S_t of ``k`` clients i.i.d. with
+replacement from a probability vector p, and counts each client's realised selections T_k.
+The privacy mechanism sizes client k's noise from that T_k before training (Eq. 6: sigma_k^2
+= V_k T_k T^l C^2), read through the hook ``planned_participations(client_id)``; the share of
+the budget is always 1 (``budget_fraction``). A client drawn m times in one round acts as m
+virtual clients (``duplicates: virtual``, the paper; each copy trains and is noised and
+charged separately) or once (``dedupe``). Drawn clients that are not candidates this round
+(declined or unreachable) are skipped and counted in ``presampled_missing``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+
+from fedgame.errors import ScenarioError
+from fedgame.game import privacy_aware as pa
+from fedgame.registry import register
+from fedgame.views import ClientView, RoundInfo, Selection, SetupContext
+
+
+class PresampledSelection:
+    """Base: subclasses define ``probabilities(clients) -> p``."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        k: PositiveInt = 10
+        duplicates: Literal["virtual", "dedupe"] = "virtual"
+
+    round_columns = ("presampled_missing",)
+    client_columns = ("selection_prob", "planned_participations")
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.k = config.k
+        self.p = np.zeros(0)
+        self.counts = np.zeros(0, dtype=int)
+        self._missing = 0.0
+
+    @staticmethod
+    def check_scenario(config: Any, scenario: Any, *, key: str) -> None:
+        n = scenario.population.clients
+        if config.k > n:
+            raise ScenarioError(f"{key}.k", config.k, f"must be <= population.clients ({n})")
+
+    def expected_fraction(self, num_clients: int) -> float:
+        return min(self.k / num_clients, 1.0)
+
+    def probabilities(self, clients: Sequence[ClientView]) -> np.ndarray:
+        raise NotImplementedError
+
+    def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
+        self.p = self.probabilities(ctx.clients)
+        self.draws = rng.choice(ctx.num_clients, size=(ctx.rounds, self.k), p=self.p)
+        self.counts = np.bincount(self.draws.ravel(), minlength=ctx.num_clients)
+        if self.config.duplicates == "dedupe":
+            self.counts = np.array(
+                [sum(i in set(row) for row in self.draws) for i in range(ctx.num_clients)]
+            )
+
+    def select(
+        self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
+    ) -> Selection:
+        if info.round > len(self.draws):
+            return Selection(())
+        row = [int(i) for i in self.draws[info.round - 1]]
+        if self.config.duplicates == "dedupe":
+            row = sorted(set(row))
+        avail = {c.client_id for c in candidates}
+        ids = sorted(i for i in row if i in avail)
+        self._missing = float(len(row) - len(ids))
+        return Selection(tuple(ids), {c.client_id: float(self.p[c.client_id]) for c in candidates})
+
+    def planned_participations(self, client_id: int) -> int:
+        """Realised selection count T_k over all rounds (paper 001 Alg. 1 line 5)."""
+        return int(self.counts[client_id])
+
+    def budget_fraction(self, client_id: int) -> float:
+        return 1.0
+
+    def round_metrics(self) -> dict[str, float]:
+        return {"presampled_missing": self._missing}
+
+    def client_metrics(self) -> dict[str, dict[int, float]]:
+        return {
+            "selection_prob": dict(enumerate(map(float, self.p))),
+            "planned_participations": dict(enumerate(map(float, self.counts))),
+        }
+
+
+@register("selection", "unbiased")
+class UnbiasedSelection(PresampledSelection):
+    """Pre-sampled i.i.d. selection with p_k = |M_k| / sum |M_i| (paper 001 baseline)."""
+
+    def probabilities(self, clients: Sequence[ClientView]) -> np.ndarray:
+        return pa.unbiased_probabilities([max(c.dataset_size, 1) for c in clients])
+
+
+@register("selection", "privacy_aware")
+class PrivacyAwareSelection(PresampledSelection):
+    """Pre-sampled i.i.d. selection with paper 001's privacy-aware probabilities (Problem 1).
+
+    ``eta_d`` is the single knob eta*D (note 001 §8.2); ``batch_size`` B_k sets the sampling
+    ratio r_k = min(1, B_k/|M_k|) in V_k (Eq. 7).
+    """
+
+    class Config(PresampledSelection.Config):
+        eta_d: PositiveFloat = 1e4
+        batch_size: PositiveInt = 64
+
+    round_columns = ("presampled_missing", "pa_selection_gap", "pa_objective")
+
+    def probabilities(self, clients: Sequence[ClientView]) -> np.ndarray:
+        sizes = np.array([max(c.dataset_size, 1) for c in clients], dtype=float)
+        rates = np.minimum(1.0, self.config.batch_size / sizes)
+        v = pa.noise_factors(
+            epsilons=[c.epsilon_total for c in clients],
+            deltas=[c.delta for c in clients],
+            sample_rates=rates,
+            sizes=sizes,
+        )
+        p = pa.selection_probabilities(sizes=sizes, v=v, eta_d=self.config.eta_d)
+        pu = pa.unbiased_probabilities(sizes)
+        self._diag = {
+            "pa_selection_gap": float(np.abs(p - pu).sum()),
+            "pa_objective": pa.problem1_objective(p, pu=pu, c=self.config.eta_d * v),
+        }
+        return p
+
+    def round_metrics(self) -> dict[str, float]:
+        return super().round_metrics() | self._diag

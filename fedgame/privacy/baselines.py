@@ -1,0 +1,181 @@
+"""Baselines of paper 004: vanilla local DP, SMPC + DP, and an ideal secure aggregation.
+
+``ldp``: each client adds N(0, σ_L² I), σ_L = cΔ/ε (note 004 §5.1), at its own per-round ε.
+
+``smpc_dp``: uploads are hidden by secure aggregation, so each client adds only variance
+σ_L²/(K − C_bar − S_bar) (K selected clients): with at most C_bar colluders and S_bar
+stragglers the honest noise in the sum is still ≥ σ_L² (note 004 §5.2). The masks are ideal
+(they cancel exactly), so only their failure is simulated, in ``finalise``: with
+``recovery="p2p"`` (the paper's model for SecAgg / SwiftAgg+, Fig. 4) the server recovers the
+sum only if at least ``threshold`` (default K − S_bar) selected clients both uploaded and kept
+every client-client link to the other selected clients up this round; ``"none"`` fails on any
+straggler (no unmasking phase); ``"always"`` never fails. A failed round returns ``None``
+(the model keeps the global model and flags ``aggregation_failed``); round column
+``smpc_status`` says 0 ok, 1 masks unrecoverable, 2 timed out (fewer than ``threshold``
+uploads arrived before the deadline).
+
+``ideal_smpc``: ``smpc_dp`` whose secure aggregation never fails, for reference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import PositiveInt
+
+from fedgame.game import lightdp as ld
+from fedgame.privacy.base import PrivacyPlan, clip_rows, gaussian_noise
+from fedgame.privacy.distributed import (
+    BoundsConfig,
+    PerRoundConfig,
+    PerRoundGaussian,
+    check_bounds,
+    check_equal_weights,
+)
+from fedgame.registry import register
+from fedgame.views import ClientView, Response, RoundInfo
+
+
+@register("privacy", "ldp")
+class LocalDP(PerRoundGaussian):
+    """Vanilla local Gaussian DP at each client's per-round (ε, δ) (paper 004 baseline)."""
+
+    placement = "local"
+    Config = PerRoundConfig
+
+    def plan(
+        self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
+    ) -> PrivacyPlan:
+        eps, delta = self.round_budget(clients, responses)
+        sens = self.round_sensitivity(clients)
+        sigma = [
+            ld.ldp_sigma(
+                epsilon=float(e),
+                delta=float(d),
+                sensitivity=sens,
+                calibration=self.config.calibration,
+            )
+            for e, d in zip(eps, delta)
+        ]
+        self._sigma = np.array(sigma)
+        return self.make_plan(clients, eps, delta, self._sigma, info=info)
+
+    def privatise(
+        self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
+    ) -> torch.Tensor:
+        noise = gaussian_noise(updates.shape, plan.noise_std, like=updates, generator=generator)
+        return clip_rows(updates, self.config.clip) + noise
+
+    def residual_and_effective(self, late: np.ndarray) -> tuple[float, np.ndarray]:
+        var = self._sigma**2
+        up = int((~late).sum())
+        residual = float(var[~late].sum() / up**2) if up else math.nan
+        return residual, np.where(self.selected_colluders(), 0.0, var)
+
+
+@register("privacy", "smpc_dp")
+class SmpcDP(PerRoundGaussian):
+    """Secure aggregation + DP noise scaled by 1/(K − C_bar − S_bar) (paper 004 baseline)."""
+
+    round_columns = ("colluders", "residual_noise_var", "smpc_status")
+
+    class Config(BoundsConfig):
+        recovery: Literal["p2p", "none", "always"] = "p2p"
+        threshold: PositiveInt | None = None
+
+    def __init__(self, config: Config) -> None:
+        super().__init__(config)
+        self.status = math.nan
+        self._sigma = 0.0
+
+    @staticmethod
+    def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
+        PerRoundGaussian.check_scenario(config, scenario, key=key)
+        check_equal_weights(scenario, why="the secure sum is calibrated for the plain average")
+        check_bounds(config, scenario, key=key, need_s_bar=True)
+
+    def s_bar(self) -> int:
+        s = self.config.max_stragglers
+        return int(s if s is not None else getattr(self.faults, "max_stragglers", 0))
+
+    def plan(
+        self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
+    ) -> PrivacyPlan:
+        eps, delta = self.round_budget(clients, responses)
+        eps_d, delta_d = float(eps.min()), float(delta.min())
+        k = len(clients)
+        sens = self.round_sensitivity(clients)
+        honest = k - self.config.max_colluders - self.s_bar()
+        sigma_l = ld.ldp_sigma(
+            epsilon=eps_d,
+            delta=delta_d,
+            sensitivity=sens,
+            calibration=self.config.calibration,
+        )
+        self._sigma = sigma_l / math.sqrt(honest) if honest >= 1 else sigma_l
+        self.status = math.nan
+        sigma = np.full(k, self._sigma)
+        return self.make_plan(clients, np.full(k, eps_d), np.full(k, delta_d), sigma, info=info)
+
+    def privatise(
+        self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
+    ) -> torch.Tensor:
+        noise = gaussian_noise(updates.shape, plan.noise_std, like=updates, generator=generator)
+        return clip_rows(updates, self.config.clip) + noise
+
+    def recovery_status(self) -> int:
+        """0 ok, 1 masks unrecoverable, 2 timed out (see the module docstring)."""
+        rec = self.config.recovery
+        late = self.stragglers()
+        if rec == "always" or late is None:
+            return 0
+        if rec == "none":
+            return 1 if late.any() else 0
+        k = len(self._ids)
+        threshold = self.config.threshold or max(k - self.s_bar(), 1)
+        if int((~late).sum()) < threshold:
+            return 2
+        ok = ~late
+        ids = set(self._ids)
+        pos = {cid: n for n, cid in enumerate(self._ids)}
+        for i, j in self.failed_edges():
+            if i in ids and j in ids:
+                ok[pos[i]] = ok[pos[j]] = False
+        return 0 if int(ok.sum()) >= threshold else 1
+
+    def finalise(
+        self,
+        delta: torch.Tensor,
+        plan: PrivacyPlan,
+        *,
+        num_received: int,
+        generator: torch.Generator,
+    ) -> torch.Tensor | None:
+        self.status = float(self.recovery_status())
+        return delta if self.status == 0 else None
+
+    def round_metrics(self) -> dict[str, float]:
+        out = super().round_metrics()
+        if out:
+            out["smpc_status"] = self.status
+        return out
+
+    def residual_and_effective(self, late: np.ndarray) -> tuple[float, np.ndarray]:
+        up = int((~late).sum())
+        var = self._sigma**2
+        residual = var / up if up else math.nan
+        coll = self.selected_colluders()
+        honest_up = int((~late & ~coll).sum())
+        return residual, np.where(coll, 0.0, honest_up * var)
+
+
+@register("privacy", "ideal_smpc")
+class IdealSmpc(SmpcDP):
+    """``smpc_dp`` with an ideal secure aggregation that never fails (reference)."""
+
+    class Config(SmpcDP.Config):
+        recovery: Literal["always"] = "always"

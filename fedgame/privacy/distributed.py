@@ -1,0 +1,209 @@
+"""Shared base of the per-round Gaussian mechanisms of paper 004 (LightDP-FL and baselines).
+
+Each round a client that uploads spends one per-round (ε, δ), charged with the ``basic``
+accountant: T uploads cost T·ε and T·δ (basic composition, Dwork & Roth Thm 3.16). The per-round
+budget is the client's total split over its planned participations, as for ``gaussian``;
+paper 004 states ε per round, so a scenario reproducing it sets the total to ε·T (and δ·T).
+Updates (model deltas) are clipped to L2 norm ``clip``. ``sensitivity="update"``: Δ = clip
+(add/remove one client's update) or 2·clip (replace), client-level DP. ``"sample"``: the
+NbAFL-style record-level Δ = 2·clip/|D_min| (Wei et al. 2020, used by paper 004's lineage;
+|D_min| the smallest local dataset among the round's selected clients): a heuristic that
+treats the clipped local model like a regularised ERM solution, not a proof for local SGD.
+One calibration constant for every scheme compared (``calibration``, note 004 §5).
+
+Tables: rounds gain ``colluders`` (colluders among the round's selected clients) and
+``residual_noise_var`` (per-coordinate noise variance left in the equal-weight average of
+the received uploads); clients gain ``effective_noise_var`` (per-coordinate variance of the
+noise on its contribution that the server plus the colluders cannot remove; 0 for a colluder,
+NaN when not selected).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
+
+from fedgame.errors import ScenarioError
+from fedgame.privacy.accounting import check_supported
+from fedgame.privacy.base import Charge, PrivacyPlan
+from fedgame.views import ClientView, Response, RoundInfo, SetupContext
+
+
+class PerRoundConfig(BaseModel):
+    """Knobs shared by lightdp, ldp, smpc_dp and ideal_smpc."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    clip: PositiveFloat = 1.0
+    adjacency: Literal["add_remove", "replace"] = "add_remove"
+    participations: PositiveInt | None = None
+    calibration: Literal["lightdp", "classic"] = "lightdp"
+    accountant: Literal["basic"] = "basic"
+    sensitivity: Literal["update", "sample"] = "update"
+
+
+class BoundsConfig(PerRoundConfig):
+    """Adds the coalition and straggler bounds C_bar, S_bar of paper 004."""
+
+    max_colluders: NonNegativeInt = 0
+    max_stragglers: NonNegativeInt | None = None
+
+
+def scenario_s_bar(config: BoundsConfig, scenario: Any) -> int | None:
+    """S_bar: the mechanism's own, else the fault model's ``max_stragglers``, else None."""
+    if config.max_stragglers is not None:
+        return config.max_stragglers
+    return getattr(scenario.config("network.faults"), "max_stragglers", None)
+
+
+def check_bounds(config: BoundsConfig, scenario: Any, *, key: str, need_s_bar: bool) -> None:
+    """C_bar < N, and C_bar + S_bar < N (the issue's rule: some honest client must upload)."""
+    n = scenario.population.clients
+    if config.max_colluders >= n:
+        raise ScenarioError(
+            f"{key}.max_colluders", config.max_colluders, f"must be < population.clients ({n})"
+        )
+    s_bar = scenario_s_bar(config, scenario)
+    if s_bar is None:
+        if need_s_bar:
+            raise ScenarioError(
+                f"{key}.max_stragglers",
+                None,
+                "set S_bar: the fault model "
+                f"'{scenario.network.faults.kind}' does not bound the straggler count",
+            )
+        return
+    if config.max_colluders + s_bar >= n:
+        raise ScenarioError(
+            f"{key}.max_colluders",
+            config.max_colluders,
+            f"C_bar + S_bar must be < population.clients ({n}); S_bar = {s_bar}: in the worst "
+            "case no honest client uploads",
+        )
+
+
+def check_equal_weights(scenario: Any, *, why: str) -> None:
+    """Pairwise noise / secure sums assume the equal-weight mean of paper 004 (Sec. IV-C)."""
+    kind = scenario.aggregation.kind
+    if kind != "mean":
+        raise ScenarioError("aggregation", kind, f"must be 'mean' with this privacy: {why}")
+
+
+class PerRoundGaussian:
+    """Common plumbing: budget split, charges, fault lookup and the metric columns."""
+
+    placement = "distributed"
+    noise = "gaussian"
+    round_columns: tuple[str, ...] = ("colluders", "residual_noise_var")
+    client_columns: tuple[str, ...] = ("effective_noise_var",)
+
+    def __init__(self, config: PerRoundConfig) -> None:
+        self.config = config
+        self.accountant = config.accountant
+        self.sensitivity = config.clip * (2.0 if config.adjacency == "replace" else 1.0)
+        self.graph: Any = None
+        self.faults: Any = None
+        self.colluder = np.zeros(0, dtype=bool)
+        self._round = -1
+        self._ids: tuple[int, ...] = ()
+        self._metrics: tuple[dict[str, float], dict[str, dict[int, float]]] = ({}, {})
+
+    @staticmethod
+    def check_scenario(config: PerRoundConfig, scenario: Any, *, key: str) -> None:
+        check_supported(config.accountant, "gaussian", key=f"{key}.accountant")
+
+    def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
+        self.graph = ctx.graph
+        self.faults = ctx.components.get("network.faults")
+        self.colluder = np.array([c.colluder for c in ctx.clients], dtype=bool)
+
+    def epsilon_per_round(
+        self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        t = self.config.participations or participations
+        return epsilon_total / t, delta_total / t
+
+    def next_charge(self, client: ClientView) -> Charge:
+        return Charge("gaussian", epsilon=client.epsilon_round, delta=client.delta_round)
+
+    def round_sensitivity(self, clients: Sequence[ClientView]) -> float:
+        """Δ for this round's selected clients (see the module docstring)."""
+        if self.config.sensitivity == "update":
+            return self.sensitivity
+        return 2.0 * self.config.clip / max(min(c.dataset_size for c in clients), 1)
+
+    @staticmethod
+    def round_budget(
+        clients: Sequence[ClientView], responses: Sequence[Response]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each selected client's per-round (ε, δ): its response's ε, else its default."""
+        eps = [
+            r.epsilon if r is not None and math.isfinite(r.epsilon) else c.epsilon_round
+            for c, r in zip(clients, responses)
+        ]
+        return np.array(eps, dtype=float), np.array([c.delta_round for c in clients])
+
+    def make_plan(
+        self,
+        clients: Sequence[ClientView],
+        eps: np.ndarray,
+        delta: np.ndarray,
+        sigma: np.ndarray,
+        *,
+        info: RoundInfo,
+    ) -> PrivacyPlan:
+        """Remember the round's selection and build the plan with one charge per client."""
+        self._round, self._ids = info.round, tuple(c.client_id for c in clients)
+        self._metrics = ({}, {})
+        charges = tuple(
+            Charge("gaussian", epsilon=float(e), delta=float(d)) for e, d in zip(eps, delta)
+        )
+        return PrivacyPlan(self._ids, charges, np.asarray(sigma, float), self.config.clip)
+
+    def stragglers(self) -> np.ndarray | None:
+        """Mask over the round's selected clients of those whose upload is lost, if known."""
+        draw = getattr(self.faults, "last_draw", None)
+        if draw is None or getattr(self.faults, "last_round", None) != self._round:
+            return None
+        return np.asarray(draw.straggler, dtype=bool)[list(self._ids)]
+
+    def failed_edges(self) -> set[tuple[int, int]]:
+        draw = getattr(self.faults, "last_draw", None)
+        return set(draw.failed_edges) if draw is not None else set()
+
+    def selected_colluders(self) -> np.ndarray:
+        return (
+            self.colluder[list(self._ids)] if self.colluder.size else np.zeros(len(self._ids), bool)
+        )
+
+    def residual_and_effective(self, late: np.ndarray) -> tuple[float, np.ndarray]:
+        """(residual variance of the average, effective variance per selected client)."""
+        raise NotImplementedError
+
+    def _compute_metrics(self) -> None:
+        if self._metrics[0] or not self._ids:
+            return
+        late = self.stragglers()
+        coll = self.selected_colluders()
+        rounds = {"colluders": float(coll.sum()), "residual_noise_var": math.nan}
+        clients: dict[str, dict[int, float]] = {}
+        if late is not None:
+            residual, effective = self.residual_and_effective(late)
+            rounds["residual_noise_var"] = residual
+            clients["effective_noise_var"] = dict(zip(self._ids, map(float, effective)))
+        self._metrics = (rounds, clients)
+
+    def round_metrics(self) -> dict[str, float]:
+        if self._round != getattr(self.faults, "last_round", self._round):
+            return {}
+        self._compute_metrics()
+        return dict(self._metrics[0])
+
+    def client_metrics(self) -> dict[str, dict[int, float]]:
+        if self._round != getattr(self.faults, "last_round", self._round):
+            return {}
+        self._compute_metrics()
+        return dict(self._metrics[1])

@@ -1,0 +1,208 @@
+"""Where a sweep's runs execute: in this process, in a local process pool, or on Ray.
+
+Every executor calls :func:`execute` on a :class:`~fedgame.run.grid.SweepRun` and hands its
+:class:`Outcome` to a callback in the driver process, which writes the run folder. Workers
+never write files, so a killed worker or driver leaves no half-written result behind.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import traceback
+import warnings
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from fedgame.errors import ScenarioError
+from fedgame.run.grid import SweepRun
+from fedgame.run.single import RunResult
+
+EXECUTORS = ("local", "ray", "serial")
+
+
+@dataclass
+class Outcome:
+    """What became of one run: ``status`` is completed, diverged or failed."""
+
+    run: SweepRun
+    status: str
+    result: RunResult | None = None
+    error: str = ""
+    trace: str = ""
+    seconds: float = 0.0
+    warnings: tuple[str, ...] = ()
+
+
+OnDone = Callable[[Outcome], None]
+
+
+def init_worker() -> None:
+    """Worker set-up: one torch thread per worker process."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def execute(run: SweepRun) -> Outcome:
+    """Validate and simulate one run; any exception becomes a failed ``Outcome``."""
+    from fedgame.run.single import simulate
+    from fedgame.scenario.load import validate
+
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            scenario = validate(run.data)
+            result = simulate(scenario, replicate=run.replicate, run_id=run.run_id)
+        except Exception as exc:
+            return Outcome(
+                run,
+                "failed",
+                error=f"{type(exc).__name__}: {exc}",
+                trace=traceback.format_exc(),
+                seconds=time.perf_counter() - started,
+            )
+    seen = tuple(dict.fromkeys(str(w.message) for w in caught))
+    status = str(result.manifest["status"])
+    return Outcome(run, status, result, seconds=time.perf_counter() - started, warnings=seen)
+
+
+def failed(run: SweepRun, error: str) -> Outcome:
+    return Outcome(run, "failed", error=error)
+
+
+class SerialExecutor:
+    """Runs in this process, one after the other (debugging, tests)."""
+
+    def run(self, runs: Sequence[SweepRun], on_done: OnDone) -> None:
+        for run in runs:
+            on_done(execute(run))
+
+    def close(self) -> None:
+        pass
+
+
+class LocalExecutor:
+    """A spawn-based process pool; one torch thread per worker.
+
+    At most ``workers`` runs are in flight, so when a worker dies only the runs that were
+    actually running are lost (recorded as failed); the rest go to a fresh pool.
+    """
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers or os.cpu_count() or 1
+
+    def run(self, runs: Sequence[SweepRun], on_done: OnDone) -> None:
+        import multiprocessing
+
+        pending = deque(runs)
+        context = multiprocessing.get_context("spawn")
+        while pending:
+            with ProcessPoolExecutor(
+                max_workers=min(self.workers, len(pending)),
+                mp_context=context,
+                initializer=init_worker,
+            ) as pool:
+                inflight: dict[Any, SweepRun] = {}
+                broken = False
+                while (pending or inflight) and not broken:
+                    while pending and len(inflight) < self.workers:
+                        run = pending.popleft()
+                        inflight[pool.submit(execute, run)] = run
+                    done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        run = inflight.pop(future)
+                        try:
+                            on_done(future.result())
+                        except BrokenProcessPool:
+                            broken = True
+                            on_done(failed(run, "worker process died while running"))
+                for run in inflight.values():
+                    on_done(failed(run, "worker process died while running"))
+
+    def close(self) -> None:
+        pass
+
+
+class RayExecutor:
+    """Each run a Ray task (``num_cpus=1``); a local Ray with ``workers`` CPUs when no address."""
+
+    def __init__(self, workers: int | None = None, address: str | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ScenarioError(
+                "--executor", "ray", "needs Ray: pip install 'fedgame[distributed]'"
+            ) from None
+        self._ray = ray
+        check_address(address)
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address is None:
+            kwargs["num_cpus"] = workers or os.cpu_count() or 1
+        try:
+            ray.init(address=address, logging_level="ERROR", **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ScenarioError(
+                "--address", address, f"a reachable Ray cluster ({exc})".replace("\n", " ")
+            ) from None
+        self._task = ray.remote(num_cpus=1, max_retries=0)(_ray_execute)
+
+    def run(self, runs: Sequence[SweepRun], on_done: OnDone) -> None:
+        ray = self._ray
+        refs = {self._task.remote(run): run for run in runs}
+        while refs:
+            done, _ = ray.wait(list(refs), num_returns=1)
+            for ref in done:
+                run = refs.pop(ref)
+                try:
+                    on_done(ray.get(ref))
+                except ray.exceptions.RayError as exc:
+                    on_done(failed(run, f"Ray task failed: {type(exc).__name__}: {exc}"))
+
+    def close(self) -> None:
+        self._ray.shutdown()
+
+
+def _ray_execute(run: SweepRun) -> Outcome:
+    init_worker()
+    return execute(run)
+
+
+def check_address(address: str | None, *, timeout: float = 3.0) -> None:
+    """Fail fast (``ScenarioError``) when a ``host:port`` Ray address does not answer."""
+    if address in (None, "auto", "local"):
+        return
+    target = address.removeprefix("ray://")
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ScenarioError("--address", address, "host:port, ray://host:port or auto")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise ScenarioError(
+            "--address", address, f"a reachable Ray head node; connecting failed: {exc}"
+        ) from None
+
+
+def make_executor(
+    kind: str, *, workers: int | None = None, address: str | None = None
+) -> SerialExecutor | LocalExecutor | RayExecutor:
+    """Build (and for Ray, connect) the executor called ``kind``."""
+    if workers is not None and workers < 1:
+        raise ScenarioError("--workers", workers, "a positive integer")
+    if address is not None and kind != "ray":
+        raise ScenarioError("--address", address, "only with --executor ray")
+    if kind == "serial":
+        return SerialExecutor()
+    if kind == "local":
+        return LocalExecutor(workers)
+    if kind == "ray":
+        return RayExecutor(workers, address)
+    raise ScenarioError("--executor", kind, f"one of {', '.join(EXECUTORS)}")

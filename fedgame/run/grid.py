@@ -1,0 +1,168 @@
+"""Sweep plans: a base scenario x a grid over dotted keys x replicates, validated up front.
+
+Every grid point is applied to the base scenario with the same machinery as ``--set`` and
+validated before anything runs, so a bad key or value stops the sweep with one
+``ScenarioError``. Run ids are deterministic: ``<hash of the grid point>-r<replicate>``, and the
+sweep folder is ``<out>/<name>/sweep-<hash of base scenario and grid>/``; rerunning the same
+command therefore finds the runs it already finished. Replicate ``r`` runs with
+``SeedPlan(seed, r)`` at every grid point (common random numbers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fedgame.errors import ScenarioError
+from fedgame.scenario.load import apply_overrides, parse_override, read_raw, validate
+
+#: top-level keys a grid may not sweep: they name or place the results, or are the sweep itself
+UNSWEEPABLE = ("name", "output", "sweep")
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of a sweep: a grid point (dotted key -> value) and a replicate."""
+
+    run_id: str
+    point: dict[str, Any]
+    replicate: int
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A validated sweep: every run it consists of and the folder its results go to."""
+
+    name: str
+    sweep_id: str
+    grid: dict[str, list[Any]]
+    replicates: int
+    runs: tuple[SweepRun, ...]
+    out: Path
+
+    @property
+    def sweep_dir(self) -> Path:
+        return self.out / self.name / f"sweep-{self.sweep_id}"
+
+    def run_dir(self, run: SweepRun) -> Path:
+        return self.sweep_dir / "runs" / run.run_id
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready description (written to ``sweep.json``)."""
+        return {
+            "name": self.name,
+            "sweep_id": self.sweep_id,
+            "grid": self.grid,
+            "replicates": self.replicates,
+            "runs": [
+                {"run_id": r.run_id, "replicate": r.replicate, "point": r.point} for r in self.runs
+            ],
+        }
+
+
+def short_hash(value: Any, *, length: int = 8) -> str:
+    """A stable hex digest of a JSON-serialisable value (keys sorted)."""
+    text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def parse_grid_arg(text: str) -> tuple[str, list[Any]]:
+    """``"a.b=1,2,3"`` (or ``"a.b=[1, 2, 3]"``) -> ``("a.b", [1, 2, 3])``."""
+    key, raw = parse_override(text)
+    if isinstance(raw, list):
+        return key, raw
+    if raw == "" or raw is None:
+        return key, []
+    _, _, text_values = text.partition("=")
+    return key, [yaml.safe_load(part) for part in text_values.split(",") if part.strip()]
+
+
+def merge_grid(
+    file_grid: Mapping[str, Any], cli_grid: Iterable[tuple[str, list[Any]]]
+) -> dict[str, list[Any]]:
+    """The file's ``sweep.grid`` updated by ``--grid`` entries (the command line wins)."""
+    grid = dict(file_grid)
+    grid.update(dict(cli_grid))
+    return grid
+
+
+def check_grid(grid: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Reject unsweepable keys and empty or non-list value lists."""
+    out: dict[str, list[Any]] = {}
+    for key, values in grid.items():
+        where = f"sweep.grid.{key}"
+        if not isinstance(key, str) or not key or key.split(".")[0] in UNSWEEPABLE:
+            raise ScenarioError(
+                where, key, f"a dotted scenario key outside {', '.join(UNSWEEPABLE)}"
+            )
+        if not isinstance(values, list):
+            raise ScenarioError(where, values, "a list of values, e.g. [20, 50, 100]")
+        if not values:
+            raise ScenarioError(where, values, "a non-empty list of values")
+        out[key] = list(values)
+    return out
+
+
+def expand(grid: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every grid point (the Cartesian product, first key slowest); ``[{}]`` for no grid."""
+    keys = list(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def plan_sweep(
+    file: str | Path,
+    *,
+    overrides: Iterable[str] = (),
+    grid: Iterable[str] = (),
+    replicates: int | None = None,
+    out: str | Path | None = None,
+) -> SweepPlan:
+    """Read a scenario file and validate every run of its sweep. Raises ``ScenarioError``."""
+    path = Path(file)
+    raw = read_raw(path)
+    try:
+        data = apply_overrides(raw, [parse_override(o) for o in overrides])
+        data.setdefault("name", path.stem)
+        base = validate(data)
+        cli_grid = [parse_grid_arg(g) for g in grid]
+        full_grid = check_grid(merge_grid(base.sweep.grid, cli_grid))
+        reps = base.sweep.replicates if replicates is None else replicates
+        if not isinstance(reps, int) or reps < 1:
+            raise ScenarioError("--replicates", reps, "a positive integer")
+        points = expand(full_grid)
+        for point in points:
+            _validate_point(data, point)
+    except ScenarioError as err:
+        raise err.with_file(str(path)) from None
+    identity = base.model_dump(mode="json", exclude={"sweep", "output"})
+    sweep_id = short_hash({"base": identity, "grid": full_grid}, length=10)
+    runs = tuple(
+        SweepRun(
+            run_id=f"{short_hash(point)}-r{rep}",
+            point=point,
+            replicate=rep,
+            data=apply_overrides(data, point.items()),
+        )
+        for point in points
+        for rep in range(reps)
+    )
+    out_dir = Path(out) if out is not None else Path(base.output.dir)
+    return SweepPlan(base.name, sweep_id, full_grid, reps, runs, out_dir)
+
+
+def _validate_point(data: dict[str, Any], point: dict[str, Any]) -> None:
+    try:
+        validate(apply_overrides(data, point.items()))
+    except ScenarioError as err:
+        where = ", ".join(f"{k}={v!r}" for k, v in point.items())
+        raise ScenarioError(
+            err.key, err.value, f"{err.allowed} (in sweep grid point {where})"
+        ) from None

@@ -1,0 +1,163 @@
+"""Run a sweep: every grid point x replicate, resumable, on a local pool or on Ray.
+
+Layout of ``<out>/<name>/sweep-<id>/`` (see :mod:`fedgame.run.grid` for the ids)::
+
+    sweep.json            the plan (grid, replicates, runs) and, at the end, the summary
+    sweep.parquet         one row per run x round: rounds table + swept keys, replicate,
+                          run_id, status (written at the end, atomically)
+    runs/<run-id>/        each run's folder as for ``fedgame run``; manifest.json is last
+
+A run is finished iff its ``manifest.json`` says ``completed`` or ``diverged``; rerunning the
+same command skips those and reruns the rest (a crashed run's folder has no manifest, a failed
+run's manifest says ``failed`` and carries the error).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fedgame.analysis.sweep import FINISHED, build_sweep_frame
+from fedgame.run import store
+from fedgame.run.executors import Outcome, make_executor
+from fedgame.run.grid import SweepPlan, SweepRun
+from fedgame.run.single import RunResult
+
+
+@dataclass
+class SweepSummary:
+    """Counts of one ``run_sweep`` call and where the results are."""
+
+    sweep_dir: Path
+    total: int
+    skipped: int = 0
+    done: int = 0
+    diverged: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        return (
+            f"{self.total} runs: {self.done} done ({self.diverged} diverged), "
+            f"{self.skipped} skipped (already finished), {len(self.failed)} failed "
+            f"in {self.seconds:.1f} s"
+        )
+
+
+def run_status(run_dir: Path) -> str | None:
+    """The status in ``run_dir``'s manifest, or None when there is no readable manifest."""
+    try:
+        return str(store.read_manifest(run_dir).get("status"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_sweep(
+    plan: SweepPlan,
+    *,
+    executor: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    progress: bool = True,
+) -> SweepSummary:
+    """Execute every unfinished run of ``plan`` and write ``sweep.parquet``.
+
+    The executor is built (Ray connected) before anything is written, so a bad executor
+    setting raises ``ScenarioError`` with nothing run.
+    """
+    started = time.perf_counter()
+    todo = [r for r in plan.runs if run_status(plan.run_dir(r)) not in FINISHED]
+    summary = SweepSummary(plan.sweep_dir, len(plan.runs), skipped=len(plan.runs) - len(todo))
+    pool = make_executor(executor, workers=workers, address=address) if todo else None
+    sweep_dir = plan.sweep_dir
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    (sweep_dir / "sweep.parquet").unlink(missing_ok=True)
+    _write_sweep_json(plan, status="running")
+    for run in todo:
+        shutil.rmtree(plan.run_dir(run), ignore_errors=True)
+    bar = _bar(len(todo), plan.name, enabled=progress)
+
+    def on_done(outcome: Outcome) -> None:
+        write_outcome(outcome, plan.run_dir(outcome.run))
+        if outcome.status == "failed":
+            summary.failed[outcome.run.run_id] = outcome.error
+        else:
+            summary.done += 1
+            summary.diverged += outcome.status == "diverged"
+        if bar is not None:
+            bar.set_postfix(done=summary.done, failed=len(summary.failed), refresh=False)
+            bar.update(1)
+
+    try:
+        if pool is not None:
+            pool.run(todo, on_done)
+    finally:
+        if pool is not None:
+            pool.close()
+        if bar is not None:
+            bar.close()
+    frame = build_sweep_frame(sweep_dir, plan.describe()["runs"])
+    store.atomic_write_parquet(sweep_dir / "sweep.parquet", frame)
+    summary.seconds = time.perf_counter() - started
+    _write_sweep_json(plan, status="completed", summary=summary)
+    return summary
+
+
+def write_outcome(outcome: Outcome, run_dir: Path) -> None:
+    """Write a run folder (tables first, manifest last) or a failed run's manifest."""
+    run = outcome.run
+    sweep_info = {"point": run.point, "replicate": run.replicate, "seconds": outcome.seconds}
+    if outcome.result is None:
+        manifest = {
+            "scenario": run.data.get("name"),
+            "run_id": run.run_id,
+            "replicate": run.replicate,
+            "status": "failed",
+            "message": outcome.error,
+            "traceback": outcome.trace,
+            "sweep": sweep_info,
+        }
+        run_dir.mkdir(parents=True, exist_ok=True)
+        store.write_manifest(run_dir, manifest)
+        return
+    result: RunResult = outcome.result
+    result.manifest["run_id"] = run.run_id
+    result.manifest["sweep"] = sweep_info
+    result.manifest["warnings"] = list(outcome.warnings)
+    store.atomic_write_parquet(run_dir / "rounds.parquet", result.rounds)
+    store.atomic_write_parquet(run_dir / "clients.parquet", result.clients)
+    store.atomic_write_text(
+        run_dir / "scenario.resolved.yaml", yaml.safe_dump(result.scenario, sort_keys=False)
+    )
+    store.write_manifest(run_dir, result.manifest)
+
+
+def _write_sweep_json(plan: SweepPlan, *, status: str, summary: SweepSummary | None = None) -> None:
+    info: dict[str, Any] = {"status": status, **plan.describe()}
+    if summary is not None:
+        info["summary"] = {
+            "total": summary.total,
+            "done": summary.done,
+            "diverged": summary.diverged,
+            "skipped": summary.skipped,
+            "failed": summary.failed,
+            "seconds": summary.seconds,
+        }
+    store.atomic_write_text(plan.sweep_dir / "sweep.json", json.dumps(info, indent=2, default=str))
+
+
+def _bar(total: int, name: str, *, enabled: bool) -> Any:
+    if not enabled or total == 0:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"sweep {name}", unit="run")
+
+
+__all__ = ["SweepPlan", "SweepRun", "SweepSummary", "run_status", "run_sweep", "write_outcome"]

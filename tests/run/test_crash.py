@@ -1,0 +1,89 @@
+"""Kill a worker, then kill -9 the whole sweep; a rerun completes every run exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from fedgame.analysis import load_sweep
+from fedgame.run.grid import plan_sweep
+from fedgame.run.sweep import run_status, run_sweep
+
+ROUNDS = 4
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
+def _workers(pid: int) -> list[int]:
+    found = []
+    for child in _children(pid):
+        try:
+            cmd = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in cmd:
+            found.append(child)
+    return found
+
+
+def _statuses(plan) -> list[str | None]:
+    return [run_status(plan.run_dir(r)) for r in plan.runs]
+
+
+def _wait(condition, *, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < end, "timed out waiting for the sweep"
+        time.sleep(0.1)
+
+
+def test_killed_worker_and_killed_sweep_lose_nothing(tiny, write_scenario, tmp_path):
+    tiny["rounds"] = ROUNDS
+    tiny["population"]["clients"] = 8
+    tiny["sweep"] = {"grid": {"selection.k": [2, 3, 4]}, "replicates": 2}
+    path = write_scenario(tiny)
+    out = tmp_path / "out"
+    plan = plan_sweep(path, out=out)
+    cmd = [sys.executable, "-m", "fedgame", "sweep", str(path), "--out", str(out)]
+    proc = subprocess.Popen(
+        [*cmd, "--workers", "2", "--quiet"],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait(lambda: bool(_workers(proc.pid)))
+        os.kill(_workers(proc.pid)[0], signal.SIGKILL)
+        # the runs that were in flight are recorded as failed, and the sweep goes on
+        _wait(lambda: "failed" in _statuses(plan))
+        _wait(lambda: "completed" in _statuses(plan))
+        assert proc.poll() in (None, 1)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    statuses = _statuses(plan)
+    assert "completed" in statuses
+    for run, status in zip(plan.runs, statuses):
+        if status == "completed":  # finished means fully written
+            assert len(pd.read_parquet(plan.run_dir(run) / "rounds.parquet")) == ROUNDS
+    summary = run_sweep(plan, executor="serial", progress=False)
+    assert summary.skipped == statuses.count("completed")
+    assert summary.done + summary.skipped == len(plan.runs) and not summary.failed
+    rounds = load_sweep(out).rounds
+    assert rounds.groupby("run_id").size().to_dict() == {r.run_id: ROUNDS for r in plan.runs}
+    assert not list(plan.sweep_dir.rglob("*.tmp"))

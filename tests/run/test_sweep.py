@@ -1,0 +1,97 @@
+"""Sweeps in this process: tables, common random numbers, resume, failing runs."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from fedgame.analysis import load_sweep
+from fedgame.cli import main
+from fedgame.run.grid import plan_sweep
+from fedgame.run.sweep import run_status, run_sweep
+
+
+@pytest.fixture
+def small(tiny, write_scenario):
+    tiny["rounds"] = 2
+    tiny["population"]["clients"] = 8
+    tiny["sweep"] = {"grid": {"selection.k": [3, 5]}, "replicates": 2}
+    return write_scenario(tiny)
+
+
+def test_sweep_writes_one_row_per_run_and_round(small, tmp_path):
+    plan = plan_sweep(small, out=tmp_path)
+    summary = run_sweep(plan, executor="serial", progress=False)
+    assert (summary.done, summary.skipped, len(summary.failed)) == (4, 0, 0)
+    sweep = load_sweep(tmp_path)
+    rounds = sweep.rounds
+    assert len(rounds) == 4 * 2
+    assert {"selection.k", "replicate", "run_id", "status", "round", "test_accuracy"} <= set(rounds)
+    assert sorted(rounds["selection.k"].unique()) == [3, 5]
+    assert (rounds["selected"] <= rounds["selection.k"]).all()
+    assert (rounds["status"] == "completed").all()
+    assert len(sweep.runs) == 4
+    assert sweep.runs["final_accuracy"].between(0, 1).all()
+    assert len(sweep.clients) == 4 * 2 * 8
+    info = json.loads((plan.sweep_dir / "sweep.json").read_text())
+    assert info["status"] == "completed"
+    assert info["summary"]["done"] == 4
+
+
+def test_common_random_numbers_across_grid_points(small, tmp_path):
+    run_sweep(plan_sweep(small, out=tmp_path), executor="serial", progress=False)
+    clients = load_sweep(tmp_path).clients
+    cols = ["round", "client_id", "dataset_size", "privacy_value", "link_up", "straggled"]
+
+    def draws(k, rep):
+        sel = clients[(clients["selection.k"] == k) & (clients["replicate"] == rep)]
+        return sel[cols].sort_values(["round", "client_id"]).reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(draws(3, 0), draws(5, 0))
+    pd.testing.assert_frame_equal(draws(3, 1), draws(5, 1))
+    assert not draws(3, 0)[["dataset_size", "privacy_value"]].equals(
+        draws(3, 1)[["dataset_size", "privacy_value"]]
+    )
+
+
+def test_resume_skips_finished_runs_and_redoes_partial_ones(small, tmp_path):
+    plan = plan_sweep(small, out=tmp_path)
+    run_sweep(plan, executor="serial", progress=False)
+    again = run_sweep(plan, executor="serial", progress=False)
+    assert (again.done, again.skipped) == (0, 4)
+    # a crash mid-write: tables there, manifest missing, a temp file left over
+    crashed = plan.run_dir(plan.runs[1])
+    (crashed / "manifest.json").unlink()
+    (crashed / ".rounds.parquet.abc.tmp").write_bytes(b"half")
+    assert run_status(crashed) is None
+    first = plan.run_dir(plan.runs[0])
+    stamp = (first / "manifest.json").stat().st_mtime_ns
+    third = run_sweep(plan, executor="serial", progress=False)
+    assert (third.done, third.skipped) == (1, 3)
+    assert run_status(crashed) == "completed"
+    assert not list(crashed.glob("*.tmp"))
+    assert (first / "manifest.json").stat().st_mtime_ns == stamp
+    rounds = load_sweep(plan.sweep_dir).rounds
+    assert rounds.groupby("run_id").size().to_dict() == {r.run_id: 2 for r in plan.runs}
+
+
+def test_a_failing_run_is_recorded_and_the_rest_finish(small, tmp_path, capsys):
+    # mnist without local files validates but fails when the run loads its data
+    args = ["sweep", str(small), "--out", str(tmp_path), "--executor", "serial", "--quiet"]
+    code = main([*args, "--grid", "data.dataset.kind=digits,mnist", "--replicates", "1"])
+    assert code == 1
+    assert "failed" in capsys.readouterr().err
+    runs = load_sweep(tmp_path).runs.set_index("data.dataset.kind")
+    assert set(runs.loc["digits", "status"]) == {"completed"}
+    assert set(runs.loc["mnist", "status"]) == {"failed"}
+    assert runs.loc["mnist", "message"].str.contains("MNIST").all()
+    rounds = load_sweep(tmp_path).rounds
+    assert set(rounds["data.dataset.kind"]) == {"digits"}
+    # failed runs are retried by a rerun, finished ones are not
+    code = main([*args, "--grid", "data.dataset.kind=digits,mnist", "--replicates", "1"])
+    assert code == 1
+    info = json.loads(next(tmp_path.glob("*/sweep-*/sweep.json")).read_text())
+    assert info["summary"]["skipped"] == 2
+    assert len(info["summary"]["failed"]) == 2
