@@ -1,8 +1,9 @@
 """DPFL-BCS (paper 000) vs WeiAvg vs uniform selection, GM, at a reduced size.
 
 Reduced size (stated): N=50, K=10, T=60, T_0=10, Fashion-MNIST capped at 10,000 train /
-2,000 test, logistic regression, FedSGD, eps ~ U[0.1, eps_max], 2 seeds. Noise per client is
-sized from its own T_n via ``analysis/selection_hooks.py``. Run: python analysis/dpfl_bcs.py
+2,000 test, logistic regression, FedSGD, c2 = 1, eps ~ U[0.1, eps_max], 2 seeds (~8 min).
+Noise per client is sized from its own T_n via ``analysis/selection_hooks.py``.
+Run: python analysis/dpfl_bcs.py
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ DATA = {"kind": "fashion_mnist", "max_train": 10000, "max_test": 2000}
 VARIANTS = {
     "uniform (DPSGD)": ({"kind": "uniform", "k": 10}, "mean"),
     "WeiAvg": ({"kind": "uniform", "k": 10}, "weighted_eps"),
-    "DPFL-BCS": ({**BASE["selection"], "k": 10}, "mean"),
+    "DPFL-BCS": ({**BASE["selection"], "k": 10, "t0": 10, "c2": 1.0}, "mean"),
 }
 
 
@@ -37,7 +38,7 @@ def run(eps_max: float, seed: int, selection: dict, aggregation: str) -> float:
     d["population"]["budget"]["epsilon"] = {"dist": "uniform", "low": 0.1, "high": eps_max}
     d["data"] = {**BASE["data"], "dataset": DATA}
     d["selection"], d["aggregation"] = selection, {"kind": aggregation}
-    d["privacy"] = {**BASE["privacy"], "kind": "gaussian_local_hooked"}
+    d["privacy"] = {**BASE["privacy"], "kind": "gaussian_local_hooked", "c2": 1.0}
     d["training"] = {**BASE["training"], "device": "cpu", "lr": 0.5}
     res = simulate(validate(d))
     return float(res.rounds["test_accuracy"].iloc[-5:].mean())

@@ -15,6 +15,7 @@ import fedgame.learning.models
 import fedgame.mechanisms.aggregation.robust
 import fedgame.mechanisms.aggregation.secure
 import fedgame.mechanisms.aggregation.weighted
+import fedgame.mechanisms.aggregation.weighted_eps
 import fedgame.mechanisms.faults.correlated
 import fedgame.mechanisms.faults.deadline
 import fedgame.mechanisms.faults.independent
@@ -25,7 +26,12 @@ import fedgame.mechanisms.policy.always
 import fedgame.mechanisms.policy.game
 import fedgame.mechanisms.policy.learning
 import fedgame.mechanisms.selection.all
+import fedgame.mechanisms.selection.bcs
 import fedgame.mechanisms.selection.emd_threshold
+import fedgame.mechanisms.selection.optimal_queries
+import fedgame.mechanisms.selection.power_of_choice
+import fedgame.mechanisms.selection.presampled
+import fedgame.mechanisms.selection.round_robin
 import fedgame.mechanisms.selection.uniform
 import fedgame.network.topology
 import fedgame.privacy.accounting

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.game import bcs
@@ -65,7 +65,7 @@ class BcsSelection:
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
         k: PositiveInt = 20
-        t0: NonNegativeInt = 10
+        t0: NonNegativeInt | float = Field(10, ge=0)
         mechanism: Literal["gaussian", "laplace"] = "gaussian"
         calibration: Literal["analysis", "per_round"] = "analysis"
         c2: PositiveFloat = 1.0
@@ -99,13 +99,27 @@ class BcsSelection:
         self._gamma_hat = np.zeros(0)
 
     @staticmethod
+    def stage1_rounds(config: Config, rounds: int) -> int:
+        """T_0: an integer, or a fraction in (0, 1) of ``rounds`` (at least 2 when estimating)."""
+        if isinstance(config.t0, int) or (float(config.t0).is_integer() and config.t0 >= 1):
+            return int(config.t0)
+        if not 0 < config.t0 < 1:
+            raise ScenarioError("t0", config.t0, "an integer >= 0 or a fraction in (0, 1)")
+        least = 2 if config.estimate == "losses" else 1
+        return max(least, round(config.t0 * rounds))
+
+    @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
         n, rounds = scenario.population.clients, scenario.rounds
+        try:
+            t0 = BcsSelection.stage1_rounds(config, rounds)
+        except ScenarioError as err:
+            raise ScenarioError(f"{key}.t0", config.t0, err.allowed) from None
         if config.k > n:
             raise ScenarioError(f"{key}.k", config.k, f"must be <= population.clients ({n})")
-        if config.t0 >= rounds:
+        if t0 >= rounds:
             raise ScenarioError(f"{key}.t0", config.t0, f"must be < rounds ({rounds})")
-        if config.estimate == "losses" and config.t0 == 1:
+        if config.estimate == "losses" and t0 == 1:
             raise ScenarioError(f"{key}.t0", 1, "0 (no stage 1) or >= 2 to estimate Gamma")
 
     def expected_fraction(self, num_clients: int) -> float:
@@ -120,6 +134,7 @@ class BcsSelection:
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         views = ctx.clients
         self.n, self.rounds = ctx.num_clients, ctx.rounds
+        self.t0 = self.stage1_rounds(self.config, ctx.rounds)
         self.learner = learner_of(ctx)
         self._sizes = np.array([max(c.dataset_size, 1) for c in views], dtype=float)
         self._eps = np.array([c.epsilon_total for c in views], dtype=float)
@@ -134,12 +149,12 @@ class BcsSelection:
         self._share = np.ones(self.n)
         self._gamma_hat = np.zeros(self.n)
         self._schedule = systematic_schedule(self._planned, rounds=self.rounds, rng=rng)
-        self._stage = 1 if self.config.t0 > 0 else 2
+        self._stage = 1 if self.t0 > 0 else 2
         self._counts = np.zeros(self.n, dtype=int)
         self._counts_before_last = np.zeros(self.n, dtype=int)
         self._reports: dict[int, list[tuple[float, float]]] = {}
         self._last: dict[int, float] = {}
-        if self.config.t0 == 0:
+        if self.t0 == 0:
             self._schedule_stage2(rng)
 
     def _loss_reports(self, ids: list[int], info: RoundInfo, rng: np.random.Generator) -> None:
@@ -180,7 +195,7 @@ class BcsSelection:
         )
         observed = float(np.mean(np.clip(list(self._last.values()), 0.0, theta)))
         fit = bcs.fit_p2(
-            observed_loss=observed, t0=cfg.t0, k=self.k, counts=self._counts_before_last,
+            observed_loss=observed, t0=self.t0, k=self.k, counts=self._counts_before_last,
             phi=self._phi(self._eps, self._delta), gamma_hat=gam, rho_min=rho, lam=lam,
             z=self.z, restarts=cfg.restarts, rng=rng,
         )  # fmt: skip
@@ -191,22 +206,29 @@ class BcsSelection:
             "bcs_gamma": fit.gamma,
             "bcs_p2_residual": fit.residual,
         }
-        log.info("DPFL-BCS P2 fit at T0=%d: %s (rho_min=%.4g)", cfg.t0, fit, rho)
+        log.info("DPFL-BCS P2 fit at T0=%d: %s (rho_min=%.4g)", self.t0, fit, rho)
         omega_a, omega_b = bcs.p1_weights(
             smoothness=fit.smoothness, strong_convexity=fit.strong_convexity, gamma=fit.gamma,
-            k=self.k, rounds=self.rounds - cfg.t0, lam=lam,
+            k=self.k, rounds=self.rounds - self.t0, lam=lam,
         )  # fmt: skip
         return gam, omega_a, omega_b
 
     def _schedule_stage2(self, rng: np.random.Generator) -> None:
         cfg = self.config
-        left = self.rounds - cfg.t0
+        left = self.rounds - self.t0
         base = np.maximum(self._stage1_plan, 1)
         share = np.where(self._stage1_plan > 0, 1.0 - self._counts / base, 1.0)
         avail = np.flatnonzero(share > 1e-12)
         gam, omega_a, omega_b = np.zeros(self.n), 1.0, 1.0
-        if cfg.t0 >= 2 and cfg.estimate == "losses" and self.learner is not None:
-            gam, omega_a, omega_b = self._estimate(rng)
+        if self.t0 >= 2 and cfg.estimate == "losses" and self.learner is not None:
+            if self._counts_before_last.sum() > 0 and self._last:
+                gam, omega_a, omega_b = self._estimate(rng)
+            else:
+                warnings.warn(
+                    "bcs: no stage-1 loss reports (no client took part); stage 2 uses Gamma = 0",
+                    stacklevel=2,
+                )
+                self._metrics["bcs_infeasible"] = 1.0
         total = self.k * left
         if avail.size < self.k:
             warnings.warn(
@@ -220,7 +242,7 @@ class BcsSelection:
         self._gamma_hat = gam
         self._stage = 2
         self._planned = np.zeros(self.n, dtype=int)
-        empty = [np.zeros(0, dtype=int)] * cfg.t0
+        empty = [np.zeros(0, dtype=int)] * self.t0
         if avail.size == 0:
             self._schedule = empty + [np.zeros(0, dtype=int)] * left
             return
@@ -237,7 +259,7 @@ class BcsSelection:
         self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
     ) -> Selection:
         cfg = self.config
-        if self._stage == 1 and info.round > cfg.t0:
+        if self._stage == 1 and info.round > self.t0:
             self._schedule_stage2(rng)
         if info.round > len(self._schedule):
             return Selection(())
@@ -247,7 +269,7 @@ class BcsSelection:
         self._metrics = {"bcs_stage": float(self._stage), "bcs_missing": len(planned) - len(ids)}
         self._metrics["bcs_infeasible"] = float(self._infeasible())
         if self._stage == 1:
-            if info.round == cfg.t0:
+            if info.round == self.t0:
                 self._counts_before_last = self._counts.copy()
             if cfg.estimate == "losses" and self.learner is not None and ids:
                 self._loss_reports(ids, info, rng)
@@ -256,7 +278,7 @@ class BcsSelection:
         return Selection(tuple(ids), {int(c.client_id): float(p[c.client_id]) for c in candidates})
 
     def _infeasible(self) -> bool:
-        left = self.rounds - self.config.t0
+        left = self.rounds - self.t0
         return self._stage == 2 and int(self._planned.sum()) < self.k * left
 
     # ---------------------------------------------------------------- hooks + metrics
@@ -271,7 +293,7 @@ class BcsSelection:
     def loss_bound(self, round_index: int) -> float:
         """Theta while stage-1 losses are reported (round_index 1-based), else 0."""
         cfg = self.config
-        return cfg.loss_bound if cfg.estimate == "losses" and round_index <= cfg.t0 else 0.0
+        return cfg.loss_bound if cfg.estimate == "losses" and round_index <= self.t0 else 0.0
 
     def round_metrics(self) -> dict[str, float]:
         return self._metrics | self._fit
