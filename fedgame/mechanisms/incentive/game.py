@@ -44,9 +44,9 @@ CLIENT_COLUMNS = ("rho", "payment", "privacy_cost", "game_utility", "nash_gap", 
 class GameConfig(BaseModel):
     """Constants of the game and of the server cost, Eq. 15 (none is given by the paper).
 
-    ``phi`` is φ_1; ``dim`` the number d of noised coordinates (the model's parameter count:
-    7850 for logreg on 28×28 images, 650 on digits); ``lam`` (λ) is the knob that sets the
-    noise level through R_t* (note 003 §4.2).
+    ``phi`` is φ_1; ``dim`` the number d of noised coordinates (default: the model's parameter
+    count, read from the learner before round 1: 7850 for logreg on 28×28 images, 650 on
+    digits); ``lam`` (λ) is the knob that sets the noise level through R_t* (note 003 §4.2).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -56,7 +56,7 @@ class GameConfig(BaseModel):
     beta: PositiveFloat = 1.0
     lam: PositiveFloat = 1.0
     clip: PositiveFloat = 1.0
-    dim: PositiveInt = 7850
+    dim: PositiveInt | None = None
     grad_bound: float = Field(0.0, ge=0)
 
 
@@ -72,6 +72,7 @@ class GameIncentive:
     def __init__(self, config: GameConfig) -> None:
         self.config = config
         self.rounds = 1
+        self.dim = config.dim or 7850
         self.selection: Any = None
         self.rng: np.random.Generator | None = None
         self.nu: dict[int, float] = {}
@@ -85,6 +86,9 @@ class GameIncentive:
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         self.rounds = ctx.rounds
+        learner = ctx.components.get("learner")
+        if self.config.dim is None and learner is not None:
+            self.dim = int(learner.num_params)
         self.selection = ctx.components.get("selection")
         self.rng = rng
 
@@ -96,7 +100,7 @@ class GameIncentive:
             beta=c.beta,
             lam=c.lam,
             clip=c.clip,
-            dim=c.dim,
+            dim=self.dim,
             rounds=self.rounds,
             grad_bound=c.grad_bound,
         )

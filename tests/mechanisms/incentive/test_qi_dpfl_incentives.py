@@ -141,3 +141,14 @@ def test_stackelberg_quadratic_and_nonconvergence_warning(tiny):
         flagged = simulate(game_scenario(tiny, incentive=inc))
     assert (flagged.rounds["solver_converged"] == 0.0).all()
     assert (flagged.rounds["solver_residual"] > 0).all()
+
+
+def test_dim_defaults_to_the_model_parameter_count(tiny):
+    from fedgame.model import FedGameModel
+    from fedgame.scenario.load import validate
+
+    tiny["incentive"] = {"kind": "qi_dpfl", "lam": 1.0}
+    tiny["policy"] = {"kind": "best_response"}
+    tiny["privacy"] = {"kind": "zcdp_gaussian", "clip": 1.0}
+    model = FedGameModel(validate(tiny))
+    assert model.server.incentive.dim == model.learner.num_params == 650
