@@ -2,21 +2,18 @@
 
 Reduced size (stated): digits, N=10 clients with two classes each, logistic regression,
 FedSGD with per-sample L1 clip xi1 = 30, Laplace noise scale 2 xi1 n_i/(d_i eps) sized for
-each client's round-robin reply count n_i, T in {2, 5, 10, 20, 40, 80}, 1 seed. T* comes
+each client's round-robin reply count n_i (``laplace_local``, ``participations: auto``),
+T in ``TS``, eps in ``EPS``, 1 seed. T* comes
 from the planner's estimated constants (``optimal_queries``).
 Run: python analysis/queries_replies.py
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import yaml
-
-sys.path.insert(0, str(Path(__file__).parent))
-import selection_hooks  # noqa: F401
 
 from fedgame.model import FedGameModel
 from fedgame.run.single import simulate
@@ -26,13 +23,14 @@ BASE = yaml.safe_load(
     (Path(__file__).parents[1] / "scenarios" / "queries_replies.yaml").read_text()
 )
 TS = (2, 5, 10, 20, 40, 80)
+EPS = (1.0, 5.0, 10.0)
 
 
 def scenario(eps: float, selection: dict, rounds: int) -> dict:
     d = {**BASE, "rounds": rounds}
     d["population"] = {**BASE["population"], "budget": {"epsilon": eps, "delta": 1e-5}}
     d["selection"] = selection
-    d["privacy"] = {**BASE["privacy"], "kind": "laplace_local_hooked"}
+    d["privacy"] = {**BASE["privacy"], "participations": "auto"}
     d["training"] = {**BASE["training"], "device": "cpu"}
     return d
 
@@ -41,7 +39,7 @@ def main() -> None:
     start = time.perf_counter()
     print("final test accuracy by T (round robin, Laplace); T* from the planner")
     print(f"{'eps':>4} {'b':>3} | " + " ".join(f"T={t:<4}" for t in TS) + " | T*(planner)")
-    for eps in (1.0, 5.0, 10.0):
+    for eps in EPS:
         for b in (1, 5, 10):
             accs = []
             for t in TS:

@@ -8,13 +8,18 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, PositiveFloat
 from scipy.optimize import brentq
 
 from fedgame.privacy.accounting import check_supported
 from fedgame.privacy.base import Charge, PrivacyPlan
 from fedgame.privacy.calibrate import accountant_sigma, privacy_aware_sigma
-from fedgame.privacy.local_common import adjacency_factor, training_from
+from fedgame.privacy.local_common import (
+    ParticipationPlan,
+    Participations,
+    adjacency_factor,
+    training_from,
+)
 from fedgame.registry import register
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
 
@@ -81,11 +86,14 @@ class LocalDpSgd:
     ``Charge("subsampled_gaussian", z_k, q_k, local_steps)``. The accountant treats the
     learner's per-round shuffle as Poisson sampling at rate q (standard DP-SGD practice).
 
-    ``calibration``: ``accountant`` (default) solves z_k so that T planned participations
-    (T·local_steps steps) meet (ε_k, δ_k) under the accountant (rdp/pld); ``paper`` uses paper
-    001 Eq. 6-7, s_k = C sqrt(V_k T T^l), exactly as written (note 001 §8.4: not a proven
-    guarantee; the accountant reports what it really costs). ``epsilon_closed_form`` is paper
-    001's own figure for the steps released so far.
+    T_k planned participations: ``participations: auto`` (default) reads the selection's
+    per-client plan when it has one (paper 001 realised T_k, Power-of-Choice caps; budget
+    share s_k scales (ε_k, δ_k)), else the scenario-wide count (``scenario``); an integer
+    fixes T for all. ``calibration``: ``accountant`` (default) solves z_k so that T_k
+    participations (T_k·local_steps steps) meet (ε_k, δ_k) under the accountant (rdp/pld);
+    ``paper`` uses paper 001 Eq. 6-7, s_k = C sqrt(V_k T_k T^l), exactly as written (note 001
+    §8.4: not a proven guarantee; the accountant reports what it really costs).
+    ``epsilon_closed_form`` is paper 001's own figure for the steps released so far.
     """
 
     placement = "local"
@@ -97,14 +105,15 @@ class LocalDpSgd:
         clip: PositiveFloat = 1.0
         calibration: Literal["accountant", "paper"] = "accountant"
         adjacency: Literal["add_remove", "replace"] = "add_remove"
-        participations: PositiveInt | None = None
+        participations: Participations = "auto"
         accountant: str = "rdp"
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self.accountant = config.accountant
         self.factor = adjacency_factor(config.adjacency)
-        self.planned = config.participations or 1
+        self.participation = ParticipationPlan(config.participations)
+        self.planned = self.participation.scenario
         self.training: Any = None
         self._z_cache: dict[tuple[Any, ...], float] = {}
         self._released: dict[int, tuple[int, float, float, float, float]] = {}
@@ -118,11 +127,12 @@ class LocalDpSgd:
         del rng
         self.training = training_from(ctx)
         self._closed = {c.client_id: 0.0 for c in ctx.clients}
+        self.participation.bind(ctx.components.get("selection"))
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        self.planned = self.config.participations or participations
+        self.planned = self.participation.set_scenario(participations)
         return epsilon_total / self.planned, delta_total / self.planned
 
     def geometry(self, client: ClientView) -> tuple[float, int, int, int]:
@@ -134,32 +144,40 @@ class LocalDpSgd:
             fedsgd=t.mode == "fedsgd",
         )
 
-    def terms(self, client: ClientView) -> tuple[Charge, float]:
-        """The charge of one participation and the per-step noise std (gradient units)."""
+    def terms(self, client: ClientView, *, release: bool = False) -> tuple[Charge, float]:
+        """The charge of one participation and the per-step noise std (gradient units).
+
+        ``release``: for an actual release (``plan``), not the budget check's pricing.
+        """
         q, b, steps, copies = self.geometry(client)
         sens = self.factor * copies * self.config.clip / b
-        key = (client.epsilon_total, client.delta, self.planned, q, b, steps, client.dataset_size)
+        eps, delta, t, share = self.participation.budget(client)
+        key = (client.epsilon_total, client.delta, t, share, q, b, steps, client.dataset_size)
         if key not in self._z_cache:
             if self.config.calibration == "paper":
                 sigma = privacy_aware_sigma(
                     clip=self.config.clip,
-                    epsilon=client.epsilon_total,
-                    delta=client.delta,
+                    epsilon=eps,
+                    delta=delta,
                     sample_rate=q,
                     dataset_size=b / q,
-                    participations=self.planned,
+                    participations=t,
                     local_steps=steps,
                 )
                 self._z_cache[key] = sigma / sens
             else:
                 self._z_cache[key] = accountant_sigma(
-                    epsilon=client.epsilon_total,
-                    delta=client.delta,
-                    steps=self.planned * steps,
+                    epsilon=eps,
+                    delta=delta,
+                    steps=t * steps,
                     sample_rate=q,
                     accountant=self.accountant,
                 )
         z = self._z_cache[key]
+        if release:
+            z = self.participation.floored(client.client_id, z)
+        else:
+            self.participation.priced(client.client_id, z)
         charge = Charge("subsampled_gaussian", noise_multiplier=z, sample_rate=q, steps=steps)
         return charge, z * sens
 
@@ -169,7 +187,7 @@ class LocalDpSgd:
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
-        terms = [self.terms(c) for c in clients]
+        terms = [self.terms(c, release=True) for c in clients]
         for c, (_, std) in zip(clients, terms):
             q, b, _, _ = self.geometry(c)
             self._released.setdefault(c.client_id, (0, std, c.delta, q, b / q))

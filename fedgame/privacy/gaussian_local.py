@@ -9,17 +9,19 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, PositiveFloat
 
 from fedgame.privacy.accounting import check_supported
 from fedgame.privacy.base import Charge, PrivacyPlan, clip_rows, gaussian_noise
 from fedgame.privacy.calibrate import accountant_sigma, dpfl_bcs_gaussian_sigma
 from fedgame.privacy.local_common import (
+    ParticipationPlan,
+    Participations,
     ReleaseTally,
     adjacency_factor,
     check_sample_level,
     effective_epsilon,
-    sample_sensitivity,
+    release_sensitivities,
     training_from,
 )
 from fedgame.registry import register
@@ -47,20 +49,25 @@ def moments_closed_form_epsilon(*, sum_inv_z2: float, delta: float, c2: float = 
 class LocalGaussian:
     """Clip each update (or per-sample gradient, FedSGD) to L2 norm C, add N(0, σ_k² I) locally.
 
-    Every client k has its own budget (ε_k, δ_k), spent over its T planned participations
-    (``participations``, default rounds × the selection's expected fraction). The noise
-    multiplier z_k = σ_k/Δ_k comes from ``calibration``:
+    Every client k has its own budget (ε_k, δ_k), spent over its T_k planned participations
+    (``participations``: ``auto`` (default) reads the selection's per-client plan T_k and
+    budget share s_k when it has one (``local_common.ParticipationPlan``), else the
+    scenario-wide count (``scenario``: rounds × the selection's expected fraction); an integer
+    fixes T for all). With s_k < 1 (DPFL-BCS stage 2) (ε_k, δ_k) below read (s_k ε_k, s_k δ_k).
+    The noise multiplier z_k = σ_k/Δ_k comes from ``calibration``:
 
-    * ``classic``: per participation at (ε_k/T, δ_k/T), z = sqrt(2 ln(1.25/δ_r))/ε_r
+    * ``classic``: per participation at (ε_k/T_k, δ_k/T_k), z = sqrt(2 ln(1.25/δ_r))/ε_r
       (Dwork & Roth Thm A.1; a policy's response ε overrides ε_r); default accountant ``basic``.
-    * ``dpfl_bcs``: paper 000 Lemma 1, z = c2 sqrt(T ln(1/δ_k))/ε_k (``bcs_split: analysis``) or
-      Alg. 2's linear split (``per_round``). Not a proven guarantee: the accountant decides.
-    * ``accountant`` (default): z solved (``calibrate.accountant_sigma``) so that T releases
-      meet (ε_k, δ_k) under the client's own accountant; cached per distinct (ε, δ, T).
+    * ``dpfl_bcs``: paper 000 Lemma 1, z = c2 sqrt(T_k ln(1/δ_k))/ε_k (``bcs_split: analysis``)
+      or Alg. 2's linear split (``per_round``). Not a proven guarantee: the accountant decides.
+    * ``accountant`` (default): z solved (``calibrate.accountant_sigma``) so that T_k releases
+      meet (ε_k, δ_k) under the client's own accountant; cached per distinct (ε, δ, T, s).
 
     ``level: sample`` needs FedSGD: the learner clips each per-sample gradient to C and the
     update -η·mean has sensitivity ``factor·η_t·C/D_k`` (``adjacency: replace`` gives the
-    paper's 2ηB/D_n). Each charge carries z (RDP/PLD/zCDP) and the classic ε at δ_r (basic).
+    paper's 2ηB/D_n); in DPFL-BCS stage-1 rounds the selection's ``loss_bound`` Θ enlarges it
+    to factor·η_t·(C + Θ)/D_k (paper 000 Eq. 13). Each charge carries z (RDP/PLD/zCDP) and
+    the classic ε at δ_r (basic).
     ``epsilon_closed_form`` (clients table) is the paper's figure for what was released: basic
     composition for ``classic``/``per_round``, paper 000 Thm 2 with ``c2`` otherwise.
     """
@@ -75,7 +82,7 @@ class LocalGaussian:
         calibration: Literal["classic", "dpfl_bcs", "accountant"] = "accountant"
         level: Literal["update", "sample"] = "update"
         adjacency: Literal["add_remove", "replace"] = "add_remove"
-        participations: PositiveInt | None = None
+        participations: Participations = "auto"
         accountant: str | None = None
         c2: PositiveFloat = 1.0
         bcs_split: Literal["analysis", "per_round"] = "analysis"
@@ -86,11 +93,12 @@ class LocalGaussian:
             "basic" if config.calibration == "classic" else "rdp"
         )
         self.factor = adjacency_factor(config.adjacency)
-        self.planned = config.participations or 1
+        self.participation = ParticipationPlan(config.participations)
+        self.planned = self.participation.scenario
         self.training: Any = None
         self.tally = ReleaseTally()
         self.deltas: dict[int, float] = {}
-        self._z_cache: dict[tuple[float, float, int], float] = {}
+        self._z_cache: dict[tuple[float, float, int, float], float] = {}
         self._warned = False
 
     @staticmethod
@@ -105,61 +113,71 @@ class LocalGaussian:
         self.training = training_from(ctx) if self.config.level == "sample" else None
         self.tally.reset([c.client_id for c in ctx.clients])
         self.deltas = {c.client_id: c.delta for c in ctx.clients}
+        self.participation.bind(ctx.components.get("selection"))
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        self.planned = self.config.participations or participations
+        self.planned = self.participation.set_scenario(participations)
         return epsilon_total / self.planned, delta_total / self.planned
 
     def noise_multiplier(self, client: ClientView, *, epsilon_round: float | None = None) -> float:
-        """z_k of ``client`` under the configured calibration."""
-        cal, t = self.config.calibration, self.planned
+        """z_k of ``client`` under the configured calibration, at its own T_k and share."""
+        cal = self.config.calibration
         if cal == "classic":
-            eps = client.epsilon_round if epsilon_round is None else epsilon_round
-            return classic_epsilon(noise_multiplier=1.0, delta=client.delta_round) / eps
+            eps_r, delta_r = self.participation.round_budget(client)
+            eps = eps_r if epsilon_round is None else epsilon_round
+            return classic_epsilon(noise_multiplier=1.0, delta=delta_r) / eps
+        eps, delta, t, share = self.participation.budget(client)
         if cal == "dpfl_bcs":
             return dpfl_bcs_gaussian_sigma(
                 sensitivity=1.0,
-                epsilon=client.epsilon_total,
-                delta=client.delta,
+                epsilon=eps,
+                delta=delta,
                 participations=t,
                 c2=self.config.c2,
                 calibration=self.config.bcs_split,
             )
-        key = (client.epsilon_total, client.delta, t)
+        key = (client.epsilon_total, client.delta, t, share)
         if key not in self._z_cache:
             self._z_cache[key] = accountant_sigma(
-                epsilon=client.epsilon_total,
-                delta=client.delta,
-                steps=t,
-                accountant=self.accountant,
+                epsilon=eps, delta=delta, steps=t, accountant=self.accountant
             )
         return self._z_cache[key]
 
     def _charge(self, client: ClientView, z: float) -> Charge:
-        eps = classic_epsilon(noise_multiplier=z, delta=client.delta_round)
-        return Charge("gaussian", epsilon=eps, delta=client.delta_round, noise_multiplier=z)
+        delta_r = self.participation.round_budget(client)[1]
+        eps = classic_epsilon(noise_multiplier=z, delta=delta_r)
+        return Charge("gaussian", epsilon=eps, delta=delta_r, noise_multiplier=z)
 
     def next_charge(self, client: ClientView) -> Charge:
-        return self._charge(client, self.noise_multiplier(client))
+        z = self.noise_multiplier(client)
+        self.participation.priced(client.client_id, z)
+        return self._charge(client, z)
 
     def sensitivities(self, clients: Sequence[ClientView], *, round_index: int) -> np.ndarray:
-        """Δ_k of each client's released update (update units)."""
-        if self.config.level == "update":
-            return np.full(len(clients), self.factor * self.config.clip)
-        return sample_sensitivity(
+        """Δ_k of each client's released update (update units); ``round_index`` is 0-based."""
+        sample = self.config.level == "sample"
+        return release_sensitivities(
+            level=self.config.level,
             clip=self.config.clip,
-            lr=self.training.lr_at(round_index),
-            dataset_sizes=np.array([c.dataset_size for c in clients]),
             factor=self.factor,
+            dataset_sizes=np.array([c.dataset_size for c in clients]),
+            lr=self.training.lr_at(round_index) if sample else 1.0,
+            loss_bound=self.participation.loss_bound(round_index + 1),
         )
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
-        eps_r = effective_epsilon(responses, [c.epsilon_round for c in clients])
-        z = np.array([self.noise_multiplier(c, epsilon_round=e) for c, e in zip(clients, eps_r)])
+        defaults = [self.participation.round_budget(c)[0] for c in clients]
+        eps_r = effective_epsilon(responses, defaults, echoed=[c.epsilon_round for c in clients])
+        z = np.array(
+            [
+                self.participation.floored(c.client_id, self.noise_multiplier(c, epsilon_round=e))
+                for c, e in zip(clients, eps_r)
+            ]
+        )
         charges = tuple(self._charge(c, zk) for c, zk in zip(clients, z))
         self._warn_classic(charges)
         for c in clients:

@@ -7,16 +7,18 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, PositiveFloat
 
 from fedgame.privacy.accounting import check_supported
 from fedgame.privacy.base import Charge, PrivacyPlan, clip_rows
 from fedgame.privacy.calibrate import laplace_scale
 from fedgame.privacy.local_common import (
+    ParticipationPlan,
+    Participations,
     adjacency_factor,
     check_sample_level,
     effective_epsilon,
-    sample_sensitivity,
+    release_sensitivities,
     training_from,
 )
 from fedgame.registry import register
@@ -42,12 +44,16 @@ class LocalLaplace:
     """Clip each update (or per-sample gradient, FedSGD) to L1 norm C, add Laplace noise.
 
     Pure ε-DP per release with per-coordinate scale b_k = Δ1_k / ε_r,k (paper 000 Lemma 2 /
-    Thm 4, paper 002 Thm 1): client k spends ε_r = ε_k / T per participation (basic
-    composition over its T planned participations, ``participations``), so b_k = T Δ1_k / ε_k.
+    Thm 4, paper 002 Thm 1): client k spends ε_r = s_k ε_k / T_k per participation (basic
+    composition over its T_k planned participations), so b_k = T_k Δ1_k / (s_k ε_k).
+    ``participations``: ``auto`` (default) takes T_k and the budget share s_k from the
+    selection's per-client plan when it has one (paper 000 T_n, paper 002 reply counts n_i),
+    else the scenario-wide count (``scenario``); an integer fixes T for all (s_k = 1).
     Δ1 = C (add/remove-one) or 2C (``adjacency: replace``, the papers' default here) for an
     update clipped to L1 norm C; at ``level: sample`` (FedSGD, per-sample L1 clipping,
-    ``training.clip_norm: l1``) Δ1 = factor·η_t·C/D_k, the papers' 2ηξ1/D_n. Only the ``basic``
-    accountant can account for it (RDP/PLD/zCDP are refused at validation).
+    ``training.clip_norm: l1``) Δ1 = factor·η_t·C/D_k, the papers' 2ηξ1/D_n; DPFL-BCS stage-1
+    rounds use factor·η_t·(C + Θ)/D_k with the selection's ``loss_bound`` Θ (Eq. 13). Only the
+    ``basic`` accountant can account for it (RDP/PLD/zCDP are refused at validation).
     """
 
     placement = "local"
@@ -58,7 +64,7 @@ class LocalLaplace:
         clip: PositiveFloat = 1.0
         level: Literal["update", "sample"] = "update"
         adjacency: Literal["add_remove", "replace"] = "replace"
-        participations: PositiveInt | None = None
+        participations: Participations = "auto"
         accountant: str = "basic"
 
     def __init__(self, config: Config) -> None:
@@ -66,6 +72,7 @@ class LocalLaplace:
         self.accountant = config.accountant
         self.factor = adjacency_factor(config.adjacency)
         self.training: Any = None
+        self.participation = ParticipationPlan(config.participations)
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
@@ -76,15 +83,18 @@ class LocalLaplace:
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
         self.training = training_from(ctx) if self.config.level == "sample" else None
+        self.participation.bind(ctx.components.get("selection"))
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        t = self.config.participations or participations
+        t = self.participation.set_scenario(participations)
         return epsilon_total / t, np.zeros_like(delta_total)
 
     def next_charge(self, client: ClientView) -> Charge:
-        return self._charge(client.epsilon_round)
+        eps = self.participation.round_budget(client)[0]
+        self.participation.priced(client.client_id, 1.0 / eps)
+        return self._charge(eps)
 
     @staticmethod
     def _charge(epsilon: float) -> Charge:
@@ -92,20 +102,25 @@ class LocalLaplace:
         return Charge("laplace", epsilon=epsilon, delta=0.0, noise_multiplier=1.0 / epsilon)
 
     def sensitivities(self, clients: Sequence[ClientView], *, round_index: int) -> np.ndarray:
-        """L1 sensitivity Δ1_k of each client's released update."""
-        if self.config.level == "update":
-            return np.full(len(clients), self.factor * self.config.clip)
-        return sample_sensitivity(
+        """L1 sensitivity Δ1_k of each client's released update (``round_index`` 0-based)."""
+        sample = self.config.level == "sample"
+        return release_sensitivities(
+            level=self.config.level,
             clip=self.config.clip,
-            lr=self.training.lr_at(round_index),
-            dataset_sizes=np.array([c.dataset_size for c in clients]),
             factor=self.factor,
+            dataset_sizes=np.array([c.dataset_size for c in clients]),
+            lr=self.training.lr_at(round_index) if sample else 1.0,
+            loss_bound=self.participation.loss_bound(round_index + 1),
         )
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
-        eps = effective_epsilon(responses, [c.epsilon_round for c in clients])
+        defaults = [self.participation.round_budget(c)[0] for c in clients]
+        eps = effective_epsilon(responses, defaults, echoed=[c.epsilon_round for c in clients])
+        eps = np.array(
+            [1.0 / self.participation.floored(c.client_id, 1.0 / e) for c, e in zip(clients, eps)]
+        )
         sens = self.sensitivities(clients, round_index=info.round - 1)
         scale = np.array([laplace_scale(sensitivity=s, epsilon=e) for s, e in zip(sens, eps)])
         sample = self.config.level == "sample"

@@ -4,20 +4,25 @@ Local mechanisms privatise either the client's whole update (``level="update"``:
 is clipped to norm C, sensitivity C for add/remove-one and 2C for replace-one) or, in FedSGD
 mode, every per-sample gradient (``level="sample"``: the learner clips each per-sample
 gradient to C, and the released update ``-eta * mean`` has sensitivity ``2 eta C / D_n`` for
-replace-one, paper 000 Lemma 1/2).
+replace-one, paper 000 Lemma 1/2). In DPFL-BCS stage-1 rounds the release also carries two
+losses bounded by Θ, and the bound becomes ``2 eta (B + Theta) / D_n`` (Eq. 13).
+
+``ParticipationPlan`` says over how many releases T_n, and with which share of its budget,
+each client's noise is sized: one common count, or the selection's own per-client plan.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.learning.settings import TrainingSettings
-from fedgame.views import SetupContext
+from fedgame.views import ClientView, SetupContext
 
 
 def adjacency_factor(adjacency: str) -> float:
@@ -35,6 +40,27 @@ def sample_sensitivity(
     """
     sizes = np.maximum(np.asarray(dataset_sizes, dtype=float), 1.0)
     return factor * lr * clip / sizes
+
+
+def release_sensitivities(
+    *,
+    level: str,
+    clip: float,
+    factor: float,
+    dataset_sizes: np.ndarray,
+    lr: float = 1.0,
+    loss_bound: float = 0.0,
+) -> np.ndarray:
+    """Sensitivity of each client's released update, with stage-1 losses bounded by Θ.
+
+    ``level="update"``: ``factor (C + Θ)``; ``level="sample"``: ``factor η (C + Θ) / D_n``,
+    paper 000 Eq. 13 (``factor=2``: ``calibrate.bcs_sensitivity``). ``loss_bound=0`` gives
+    the plain Lemma 1/2 bound.
+    """
+    bound = clip + loss_bound
+    if level == "update":
+        return np.full(len(dataset_sizes), factor * bound)
+    return sample_sensitivity(clip=bound, lr=lr, dataset_sizes=dataset_sizes, factor=factor)
 
 
 def check_sample_level(scenario: Any, *, key: str, norm: str) -> None:
@@ -58,10 +84,21 @@ def training_from(ctx: SetupContext) -> TrainingSettings:
     return settings
 
 
-def effective_epsilon(responses: Sequence[Any], defaults: Sequence[float]) -> np.ndarray:
-    """Per-round ε: a response's own ``epsilon`` when given, else the client's default."""
+def effective_epsilon(
+    responses: Sequence[Any], defaults: Sequence[float], *, echoed: Sequence[float] | None = None
+) -> np.ndarray:
+    """Per-round ε: a response's own ``epsilon`` when given, else the client's default.
+
+    ``echoed``: the views' scenario-wide ``epsilon_round``; a response that merely echoes it
+    (policy ``always``) asks for the default level, which is ``defaults`` under a per-client
+    plan.
+    """
+    echoed = defaults if echoed is None else echoed
     return np.array(
-        [r.epsilon if math.isfinite(r.epsilon) else d for r, d in zip(responses, defaults)],
+        [
+            r.epsilon if math.isfinite(r.epsilon) and r.epsilon != e else d
+            for r, d, e in zip(responses, defaults, echoed)
+        ],
         dtype=float,
     )
 
@@ -86,3 +123,87 @@ class ReleaseTally:
         self.eps[cid] = self.eps.get(cid, 0.0) + eps
         self.inv_z2[cid] = self.inv_z2.get(cid, 0.0) + 1.0 / noise_multiplier**2
         self.count[cid] = self.count.get(cid, 0) + 1
+
+
+Participations = Literal["auto", "scenario"] | PositiveInt
+
+
+class ParticipationPlan:
+    """Each client's planned releases T_n and budget share, for noise calibration and charges.
+
+    ``setting`` is a mechanism's ``participations`` option: an integer fixes one T for every
+    client; ``"scenario"`` uses the scenario-wide planned count (rounds × the selection's
+    expected fraction, given to ``epsilon_per_round``); ``"auto"`` (default) reads the
+    selection's hooks ``planned_participations(client_id)`` and ``budget_fraction(client_id)``
+    (paper 000 T_n and remaining share, paper 001 realised T_k, paper 002 reply counts) when it
+    has them, and falls back to ``"scenario"`` otherwise. A client with no planned release (T_n
+    = 0, or share 0 once a stage's budget is used up) is sized for one release at its whole
+    budget, which the ledger then refuses if part of it is already spent.
+
+    The selection's ``loss_bound(round)`` (DPFL-BCS stage 1, paper 000 Eq. 13) is read
+    whatever the setting: it enlarges the sensitivity, not the count.
+
+    The model prices a client's next release (``next_charge``, the budget check) after each
+    release; a selection that re-plans in between (DPFL-BCS stage 2 starts inside ``select``)
+    must not make the release costlier than priced: ``priced`` records the plan and noise
+    multiplier of each pricing and ``floored`` keeps a release's multiplier at least the priced
+    one when the plan changed since (then the next pricing uses the new plan).
+    """
+
+    def __init__(self, setting: Participations) -> None:
+        self.setting = setting
+        self.fixed = setting if isinstance(setting, int) else None
+        self.scenario = self.fixed or 1
+        self.selection: Any = None
+        self.hooked = False
+        self._priced: dict[int, tuple[tuple[int, float], float]] = {}
+
+    def set_scenario(self, count: int) -> int:
+        """Record the scenario-wide count (an integer setting wins); returns the count used."""
+        self.scenario = self.fixed or int(count)
+        return self.scenario
+
+    def bind(self, selection: Any) -> None:
+        """Attach the run's selection (``ctx.components["selection"]``) in ``prepare``."""
+        self.selection = selection
+        self.hooked = self.setting == "auto" and hasattr(selection, "planned_participations")
+
+    def of(self, client_id: int) -> tuple[int, float]:
+        """(T_n, share of (ε_total, δ) those T_n releases split) of ``client_id``."""
+        if not self.hooked:
+            return self.scenario, 1.0
+        sel = self.selection
+        t = int(sel.planned_participations(client_id))
+        share = float(sel.budget_fraction(client_id)) if hasattr(sel, "budget_fraction") else 1.0
+        if t < 1 or not share > 0.0:
+            return 1, 1.0
+        return t, min(share, 1.0)
+
+    def round_budget(self, client: ClientView) -> tuple[float, float]:
+        """Default per-release (ε, δ): ``share·(ε_total, δ)/T_n``, or the view's own split."""
+        if not self.hooked:
+            return client.epsilon_round, client.delta_round
+        t, share = self.of(client.client_id)
+        return client.epsilon_total * share / t, client.delta * share / t
+
+    def budget(self, client: ClientView) -> tuple[float, float, int, float]:
+        """(ε, δ, T, share): the budget ``share·(ε_total, δ)`` to spread over T releases."""
+        t, share = self.of(client.client_id)
+        return client.epsilon_total * share, client.delta * share, t, share
+
+    def priced(self, client_id: int, noise_multiplier: float) -> None:
+        """Record that the budget check priced ``client_id``'s next release at this multiplier."""
+        if self.hooked:
+            self._priced[client_id] = (self.of(client_id), noise_multiplier)
+
+    def floored(self, client_id: int, noise_multiplier: float) -> float:
+        """The multiplier to release at: at least the priced one if the plan changed since."""
+        last = self._priced.get(client_id)
+        if last is None or last[0] == self.of(client_id):
+            return noise_multiplier
+        return max(noise_multiplier, last[1])
+
+    def loss_bound(self, round_index: int) -> float:
+        """Θ of the selection's stage-1 loss reports at 1-based ``round_index`` (0 without)."""
+        hook = getattr(self.selection, "loss_bound", None)
+        return float(hook(round_index)) if hook is not None else 0.0
