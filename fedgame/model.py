@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +17,12 @@ import torch
 
 from fedgame.agents.client import ClientAgent, client_row
 from fedgame.agents.server import ServerAgent
+from fedgame.collect import (
+    declared_columns,
+    extra_reporter,
+    round_reporters,
+    round_summary,
+)
 from fedgame.errors import DivergenceError
 from fedgame.learning.batched import LocalResult
 from fedgame.mechanisms.base import FaultDraw
@@ -86,9 +91,9 @@ class FedGameModel(mesa.Model):
             RoundInfo(0, scenario.rounds, len(self.clients)), time.perf_counter()
         )
         self.round_wall_time = 0.0
-        round_extra, client_extra = _declared_columns(comps.values())
+        round_extra, client_extra = declared_columns(comps.values())
         self.datacollector = mesa.DataCollector(
-            model_reporters=_round_reporters() | {c: _extra_reporter(c) for c in round_extra},
+            model_reporters=round_reporters() | {c: extra_reporter(c) for c in round_extra},
             agenttype_reporters={ClientAgent: {"row": client_row(client_extra)}},
         )
 
@@ -291,7 +296,7 @@ class FedGameModel(mesa.Model):
                     for cid, value in values.items():
                         self.clients[cid].extra[name] = value
                     self._touched.update(values)
-        self.summary = _round_summary(self)
+        self.summary = round_summary(self)
         self.round_wall_time = time.perf_counter() - self.state.started
         self.datacollector.collect(self)
 
@@ -306,26 +311,6 @@ class FedGameModel(mesa.Model):
         return np.array([c.epsilon_spent for c in self.clients])
 
 
-ROUND_COLUMNS = (
-    "test_accuracy",
-    "test_loss",
-    "train_loss",
-    "participants",
-    "selected",
-    "uploaded",
-    "stragglers",
-    "failed_links",
-    "active_clients",
-    "epsilon_spent_min",
-    "epsilon_spent_mean",
-    "epsilon_spent_max",
-    "reward_total",
-    "aggregation_failed",
-    "lr",
-    "wall_time_s",
-)
-
-
 def _training_hooks(plan: PrivacyPlan) -> dict[str, Any]:
     """Learner keywords a privacy plan asks for (per-sample clipping, per-step noise)."""
     hooks: dict[str, Any] = {}
@@ -334,52 +319,3 @@ def _training_hooks(plan: PrivacyPlan) -> dict[str, Any]:
     if plan.step_noise_std is not None:
         hooks["step_noise_std"] = torch.as_tensor(plan.step_noise_std)
     return hooks
-
-
-def _declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]]:
-    """Extra columns plug-ins declare (``round_columns`` / ``client_columns`` attributes)."""
-    rounds: list[str] = []
-    clients: list[str] = []
-    for comp in components:
-        rounds += [c for c in getattr(comp, "round_columns", ()) if c not in rounds]
-        clients += [c for c in getattr(comp, "client_columns", ()) if c not in clients]
-    return rounds, clients
-
-
-def _extra_reporter(column: str) -> Callable[[Any], float]:
-    return lambda obj: obj.extra.get(column, math.nan)
-
-
-def _round_summary(m: FedGameModel) -> dict[str, Any]:
-    """The round's row, computed in one pass over the clients."""
-    eps = np.fromiter((c.epsilon_spent for c in m.clients), float, len(m.clients))
-    selected = [m.clients[i] for i in m.state.selection.client_ids]
-    losses = [c.train_loss for c in selected if math.isfinite(c.train_loss)]
-    return {
-        "test_accuracy": m.test_accuracy,
-        "test_loss": m.test_loss,
-        "train_loss": float(np.mean(losses)) if losses else math.nan,
-        "participants": sum(c.participating for c in m.clients),
-        "selected": len(selected),
-        "uploaded": int(m.state.uploaded.sum()),
-        "stragglers": sum(c.straggled for c in selected),
-        "failed_links": m.state.failed_links,
-        "active_clients": sum(
-            c.epsilon_after_next <= c.epsilon_total * (1 + 1e-9) for c in m.clients
-        ),
-        "epsilon_spent_min": float(eps.min()),
-        "epsilon_spent_mean": float(eps.mean()),
-        "epsilon_spent_max": float(eps.max()),
-        "reward_total": float(sum(m.clients[i].reward for i in m._touched)),
-        "aggregation_failed": m.state.aggregation_failed,
-        "lr": m.scenario.training.lr_at(m.state.info.round - 1),
-    }
-
-
-def _round_reporters() -> dict:
-    """DataCollector model reporters: the round summary's columns, then the wall time."""
-    reporters: dict[str, Any] = {
-        name: (lambda m, name=name: m.summary[name]) for name in ROUND_COLUMNS[:-1]
-    }
-    reporters["wall_time_s"] = "round_wall_time"
-    return reporters

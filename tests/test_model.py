@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from fedgame.agents.client import CLIENT_COLUMNS
-from fedgame.model import ROUND_COLUMNS, FedGameModel
+from fedgame.collect import ROUND_COLUMNS
+from fedgame.model import FedGameModel
 from fedgame.run.single import simulate
 from fedgame.scenario.load import validate
 
