@@ -4,7 +4,7 @@ PYTHON ?= python3
 
 install:
 	$(PYTHON) -m pip install -q torch==2.13.0
-	$(PYTHON) -m pip install -q -e ".[dev]"
+	$(PYTHON) -m pip install -q -e ".[dev,distributed]"
 
 run: install
 	fedgame run scenarios/quickstart.yaml

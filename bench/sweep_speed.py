@@ -1,7 +1,7 @@
 """Sweep throughput: runs per minute of a 16-run sweep, local pool at 1 and all workers, and Ray.
 
 Setting: digits, logistic regression, 20 of the clients selected per round, 20 local steps,
-60 rounds (about 1.5-3 s of work per run once a worker is warm), population.clients
+100 rounds (a few seconds of work per run once a worker is warm), population.clients
 {100, 200} x population.straggle_prob {0, 0.2} x 4 replicates = 16 runs.
 Each executor starts cold (fresh worker processes / a fresh local Ray) and its wall time
 includes that start; results go to a temporary folder.
@@ -26,7 +26,7 @@ import yaml
 SCENARIO = {
     "name": "sweep_speed",
     "seed": 5,
-    "rounds": 60,
+    "rounds": 100,
     "population": {"clients": 100, "privacy_value": 1.0, "budget": {"epsilon": 50.0}},
     "data": {"dataset": {"kind": "digits"}, "partition": {"kind": "iid"}},
     "model": {"kind": "logreg"},
@@ -64,7 +64,7 @@ def ray_startup(workers: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args()

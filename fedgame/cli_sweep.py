@@ -1,4 +1,9 @@
-"""Command line: ``fedgame sweep`` and ``fedgame report`` (wired into :mod:`fedgame.cli`)."""
+"""Command line: ``fedgame sweep`` and ``fedgame report`` (wired into :mod:`fedgame.cli`).
+
+``fedgame sweep`` exits 0 when every run finished (completed or diverged), 1 when some run
+failed (each is printed with its error and recorded in its manifest), 2 on bad input (nothing
+is run or written then).
+"""
 
 from __future__ import annotations
 

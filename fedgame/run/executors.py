@@ -13,9 +13,10 @@ import time
 import traceback
 import warnings
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,11 +43,36 @@ class Outcome:
 OnDone = Callable[[Outcome], None]
 
 
+#: thread-pool sizes for worker processes: one thread each, or workers oversubscribe the cores
+SINGLE_THREAD_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+
+
 def init_worker() -> None:
-    """Worker set-up: one torch thread per worker process."""
+    """Worker set-up: one torch thread and one BLAS/OpenMP thread per worker process."""
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(1)
+    threadpool_limits(limits=1)
+
+
+@contextmanager
+def single_threaded_env() -> Iterator[None]:
+    """Set :data:`SINGLE_THREAD_ENV` while worker processes are spawned, then restore."""
+    saved = {k: os.environ.get(k) for k in SINGLE_THREAD_ENV}
+    os.environ.update(SINGLE_THREAD_ENV)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def execute(run: SweepRun) -> Outcome:
@@ -104,11 +130,14 @@ class LocalExecutor:
         pending = deque(runs)
         context = multiprocessing.get_context("spawn")
         while pending:
-            with ProcessPoolExecutor(
-                max_workers=min(self.workers, len(pending)),
-                mp_context=context,
-                initializer=init_worker,
-            ) as pool:
+            with (
+                single_threaded_env(),
+                ProcessPoolExecutor(
+                    max_workers=min(self.workers, len(pending)),
+                    mp_context=context,
+                    initializer=init_worker,
+                ) as pool,
+            ):
                 inflight: dict[Any, SweepRun] = {}
                 broken = False
                 while (pending or inflight) and not broken:
@@ -142,6 +171,7 @@ class RayExecutor:
             ) from None
         self._ray = ray
         check_address(address)
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no reporting from simulations
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address is None:
             kwargs["num_cpus"] = workers or os.cpu_count() or 1
