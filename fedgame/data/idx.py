@@ -10,15 +10,19 @@ files, the folder and how to get them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gzip
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from fedgame import registry
 from fedgame.data.datasets import Dataset, subsample
 from fedgame.errors import ScenarioError
 from fedgame.registry import register
@@ -80,7 +84,8 @@ def debian_fashion_mnist_dir() -> Path | None:
     )
     for line in listing.stdout.splitlines():
         if line.endswith(f"{IDX_FILES[0]}.gz") or line.endswith(IDX_FILES[0]):
-            return Path(line).parent
+            folder = Path(line).parent
+            return folder if not find_idx_files(folder)[1] else None
     return None
 
 
@@ -91,6 +96,7 @@ class IdxConfig(BaseModel):
     path: str | None = None
     max_train: int | None = Field(None, ge=1)
     max_test: int | None = Field(None, ge=1)
+    fallback: Literal["digits", "mnist1d", "synthetic"] | None = None
 
 
 class _IdxDataset:
@@ -129,8 +135,24 @@ class _IdxDataset:
         return folder
 
     def load(self, *, rng: np.random.Generator, num_clients: int) -> Dataset:
-        """Read the IDX files, scale pixels to [0, 1] and apply the ``max_*`` caps."""
-        folder = self.folder()
+        """Read the IDX files, scale pixels to [0, 1] and apply the ``max_*`` caps.
+
+        When the files are missing and ``fallback`` names an embedded dataset, that dataset
+        (default settings) is loaded instead, with a warning; ``Dataset.name`` records it.
+        """
+        try:
+            folder = self.folder()
+        except ScenarioError as err:
+            if self.config.fallback is None:
+                raise
+            warnings.warn(
+                f"{self.name}: {err}; using the embedded '{self.config.fallback}' dataset instead",
+                stacklevel=2,
+            )
+            data = registry.create("dataset", self.config.fallback).load(
+                rng=rng, num_clients=num_clients
+            )
+            return dataclasses.replace(data, name=f"{self.config.fallback} (for {self.name})")
         found, _ = find_idx_files(folder)
         arrays = {name: read_idx(path) for name, path in found.items()}
         parts = []

@@ -111,6 +111,7 @@ def simulate(
         "rounds_completed": len(rounds),
         "created": created,
         "device": str(model.world.device),
+        "dataset": model.world.dataset.name,
         "timings": {
             "setup_s": setup_s,
             "total_s": time.perf_counter() - started,

@@ -133,3 +133,21 @@ def test_debian_fashion_mnist_loads_with_caps():
     assert ds.x_train.shape == (300, 1, 28, 28) and ds.x_test.shape == (100, 1, 28, 28)
     assert ds.x_train.min() >= 0.0 and ds.x_train.max() <= 1.0 and ds.x_train.max() > 0.9
     assert np.unique(ds.y_train).size == 10
+
+
+def test_fallback_dataset_when_files_missing(tmp_path):
+    import warnings
+
+    from fedgame import registry
+
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    plain = registry.create("dataset", "fashion_mnist", {"path": str(empty)})
+    with pytest.raises(ScenarioError, match="nothing-here"):
+        plain.load(rng=np.random.default_rng(0), num_clients=3)
+    backed = registry.create("dataset", "fashion_mnist", {"path": str(empty), "fallback": "digits"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = backed.load(rng=np.random.default_rng(0), num_clients=3)
+    assert data.name == "digits (for fashion_mnist)" and data.input_shape == (1, 8, 8)
+    assert any("embedded 'digits'" in str(w.message) for w in caught)
