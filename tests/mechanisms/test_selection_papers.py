@@ -143,3 +143,27 @@ def test_bcs_infeasible_stage2_is_flagged(tiny):
         model.step()
     assert sel.round_metrics()["bcs_infeasible"] == 1.0
     assert sorted(model.state.selection.client_ids) == [0, 1]
+
+
+def test_optimal_queries_gaussian_follows_the_sign_of_d(tiny, monkeypatch):
+    from fedgame.game import queries
+
+    sel = {"kind": "optimal_queries", "mechanism": "gaussian", "probe_steps": 20}
+    model = FedGameModel(validate(_scenario(tiny, sel)))
+    planner = model.server.selection_rule
+    c = planner.constants
+    e1, e2, *_ = queries.gaussian_constants(
+        n_clients=12, n_params=model.learner.num_params,
+        samples_per_client=[max(v.dataset_size, 1) for v in (cl.view() for cl in model.clients)],
+        sample_rate=1.0, clip_l2=1.0, epsilons=[cl.epsilon_total for cl in model.clients],
+        deltas=[cl.delta for cl in model.clients], c2=1.0, grad_bound_sq=c["grad_bound_sq"],
+        grad_variances=[c["grad_bound_sq"]] * 12, smoothness=c["smoothness"],
+        strong_convexity=c["strong_convexity"], noniid=max(c["noniid"], 0.0),
+        initial_distance_sq=max(c["initial_distance_sq"], 0.0),
+    )  # fmt: skip
+    expected_rounds = tiny["rounds"] if e1 / 12 + e2 > 0 else 0
+    assert planner.b == 12 and planner.active_rounds == expected_rounds
+    # Solution 2: with D <= 0 the planner trains nobody
+    monkeypatch.setattr(queries, "gaussian_constants", lambda **kw: (1.0, -1.0, 1.0, 2.0))
+    model = FedGameModel(validate(_scenario(tiny, sel)))
+    assert model.server.selection_rule.active_rounds == 0

@@ -14,9 +14,11 @@ way the paper describes (§VI and note 002 §3.5), on the clients' data through 
 
 ``constants: given`` takes them from the config instead. Laplace: T* by eq. (6) for a fixed
 ``b`` or, with ``b: optimal``, the joint boundary optimum b in {1, N} (Sec. V-C), rounded to
-the integer T with the smaller bound and capped at ``rounds``. Gaussian: b* = N and T* =
-``rounds`` (Theorem 4, Solution 1: the bound falls in T). The plan is then played as round
-robin: T* active rounds of b* clients, later rounds select nobody (``queries_active`` = 0).
+the integer T with the smaller bound and capped at ``rounds``. Gaussian: b* = N, and T* =
+``rounds`` when D = E1/N + E2 > 0 (Theorem 4, Solution 1: the bound falls in T) or 0 when
+D <= 0 (Solution 2: training cannot lower the bound), from the same estimated constants.
+The plan is then played as round robin: T* active rounds of b* clients, later rounds select
+nobody (``queries_active`` = 0).
 Estimated constants that are not positive are reported (warning, ``queries_invalid`` = 1) and
 the planner falls back to b = 1 over all rounds.
 """
@@ -28,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.game import queries
@@ -85,6 +87,9 @@ class OptimalQueries(RoundRobin):
         initial_distance_sq: float | None = None
         probe_steps: PositiveInt = 100
         probe_lr: NonNegativeFloat = 0.5
+        clip_l2: PositiveFloat = 1.0  # Gaussian: L2 clip of the noised gradients
+        sample_rate: float = Field(1.0, gt=0, le=1)  # Gaussian: per-step sampling rate q
+        c2: PositiveFloat = 1.0  # Gaussian: Abadi's noise constant (never given by the paper)
 
     round_columns = (*RoundRobin.round_columns, "queries_t_star", "queries_invalid")
 
@@ -118,9 +123,6 @@ class OptimalQueries(RoundRobin):
         super().prepare(ctx, rng=rng)
         cfg = self.config
         n = ctx.num_clients
-        if cfg.mechanism == "gaussian":
-            self.b, self.active_rounds, self.t_star = n, ctx.rounds, float("inf")
-            return
         learner = learner_of(ctx)
         sizes = np.array([max(c.dataset_size, 1) for c in ctx.clients], dtype=float)
         if cfg.constants == "given":
@@ -142,6 +144,9 @@ class OptimalQueries(RoundRobin):
             return
         p = learner.num_params if learner is not None else 1
         eps = [cl.epsilon_total for cl in ctx.clients]
+        if cfg.mechanism == "gaussian":
+            self._plan_gaussian(ctx, sizes=sizes, n_params=p, epsilons=eps)
+            return
         common = {"n_clients": n, "n_params": p, "n_samples": float(sizes.sum())}
         common |= {"clip_l1": cfg.clip_l1, "epsilons": eps}
         phys = {k: max(v, 0.0) for k, v in c.items()}
@@ -171,6 +176,37 @@ class OptimalQueries(RoundRobin):
                 f"optimal_queries: T*={self.t_star:.1f} > rounds; capped at {ctx.rounds}",
                 stacklevel=2,
             )
+
+    def _plan_gaussian(
+        self, ctx: SetupContext, *, sizes: np.ndarray, n_params: int, epsilons: list[float]
+    ) -> None:
+        """Theorem 4 (Sec. V-D): b* = N; T* = rounds when D = E1/N + E2 > 0, else 0.
+
+        The per-client gradient variances Λ_i² are bounded by the estimated G² (conservative).
+        With T* = 0 training cannot lower the bound: no round selects anyone.
+        """
+        cfg, n, c = self.config, ctx.num_clients, self.constants
+        e1, e2, e3, gamma = queries.gaussian_constants(
+            n_clients=n,
+            n_params=n_params,
+            samples_per_client=sizes,
+            sample_rate=cfg.sample_rate,
+            clip_l2=cfg.clip_l2,
+            epsilons=epsilons,
+            deltas=[cl.delta for cl in ctx.clients],
+            c2=cfg.c2,
+            grad_bound_sq=c["grad_bound_sq"],
+            grad_variances=[c["grad_bound_sq"]] * n,
+            smoothness=c["smoothness"],
+            strong_convexity=c["strong_convexity"],
+            noniid=max(c["noniid"], 0.0),
+            initial_distance_sq=max(c["initial_distance_sq"], 0.0),
+        )
+        plan = queries.gaussian_optimum(
+            e1=e1, e2=e2, e3=e3, gamma=gamma, n_clients=n, max_queries=ctx.rounds
+        )
+        self.b, self.t_star = plan.clients_per_query, float(plan.queries)
+        self.active_rounds = int(min(plan.queries, ctx.rounds))
 
     def round_metrics(self) -> dict[str, float]:
         return super().round_metrics() | {
