@@ -32,7 +32,6 @@ FAMILIES = (
     "aggregation",
     "topology",
     "faults",
-    "planner",
 )
 
 T = TypeVar("T")
