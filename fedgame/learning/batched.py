@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, grad_and_value, vmap
 
 from fedgame.errors import DivergenceError
-from fedgame.learning.evaluate import accuracy_and_loss
+from fedgame.learning.evaluate import accuracy_and_loss, cross_entropy
 from fedgame.learning.models import ParamLayout
 from fedgame.learning.settings import TrainingSettings
 
@@ -56,15 +56,6 @@ def clip_scale(norms: Tensor, *, bound: float) -> Tensor:
     the Laplace mechanism) and Abadi et al.'s DP-SGD: a clipped gradient has norm ``<= bound``.
     """
     return 1.0 / torch.clamp(norms / bound, min=1.0)
-
-
-def cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
-    """Per-sample cross-entropy ``logsumexp(z) - z_y`` (no reduction).
-
-    Same value as ``F.cross_entropy(..., reduction="none")``, but on CPU ``logsumexp`` is much
-    faster than ``log_softmax`` for few classes and many small batches.
-    """
-    return torch.logsumexp(logits, dim=-1) - logits.gather(-1, y.unsqueeze(-1)).squeeze(-1)
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
