@@ -7,6 +7,12 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import settings
+
+# Property tests time individual examples; on a loaded 2-core machine that only makes them
+# flaky, so no per-example deadline (the example counts are kept small instead).
+settings.register_profile("fedgame", deadline=None)
+settings.load_profile("fedgame")
 
 REPO = Path(__file__).resolve().parents[1]
 
