@@ -17,11 +17,11 @@ from fedgame.privacy.calibrate import accountant_sigma, dpfl_bcs_gaussian_sigma
 from fedgame.privacy.local_common import (
     ParticipationPlan,
     Participations,
+    ReleaseSensitivity,
     ReleaseTally,
     adjacency_factor,
     check_sample_level,
     effective_epsilon,
-    release_sensitivities,
     training_from,
 )
 from fedgame.registry import register
@@ -46,7 +46,7 @@ def moments_closed_form_epsilon(*, sum_inv_z2: float, delta: float, c2: float = 
 
 
 @register("privacy", "gaussian_local")
-class LocalGaussian:
+class LocalGaussian(ReleaseSensitivity):
     """Clip each update (or per-sample gradient, FedSGD) to L2 norm C, add N(0, σ_k² I) locally.
 
     Every client k has its own budget (ε_k, δ_k), spent over its T_k planned participations
@@ -154,18 +154,6 @@ class LocalGaussian:
         z = self.noise_multiplier(client)
         self.participation.priced(client.client_id, z)
         return self._charge(client, z)
-
-    def sensitivities(self, clients: Sequence[ClientView], *, round_index: int) -> np.ndarray:
-        """Δ_k of each client's released update (update units); ``round_index`` is 0-based."""
-        sample = self.config.level == "sample"
-        return release_sensitivities(
-            level=self.config.level,
-            clip=self.config.clip,
-            factor=self.factor,
-            dataset_sizes=np.array([c.dataset_size for c in clients]),
-            lr=self.training.lr_at(round_index) if sample else 1.0,
-            loss_bound=self.participation.loss_bound(round_index + 1),
-        )
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo

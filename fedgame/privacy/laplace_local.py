@@ -15,10 +15,10 @@ from fedgame.privacy.calibrate import laplace_scale
 from fedgame.privacy.local_common import (
     ParticipationPlan,
     Participations,
+    ReleaseSensitivity,
     adjacency_factor,
     check_sample_level,
     effective_epsilon,
-    release_sensitivities,
     training_from,
 )
 from fedgame.registry import register
@@ -40,7 +40,7 @@ def laplace_noise(
 
 
 @register("privacy", "laplace_local")
-class LocalLaplace:
+class LocalLaplace(ReleaseSensitivity):
     """Clip each update (or per-sample gradient, FedSGD) to L1 norm C, add Laplace noise.
 
     Pure ε-DP per release with per-coordinate scale b_k = Δ1_k / ε_r,k (paper 000 Lemma 2 /
@@ -100,18 +100,6 @@ class LocalLaplace:
     def _charge(epsilon: float) -> Charge:
         # scale b = Δ1/ε, so b/Δ1 = 1/ε is the Laplace "noise multiplier"
         return Charge("laplace", epsilon=epsilon, delta=0.0, noise_multiplier=1.0 / epsilon)
-
-    def sensitivities(self, clients: Sequence[ClientView], *, round_index: int) -> np.ndarray:
-        """L1 sensitivity Δ1_k of each client's released update (``round_index`` 0-based)."""
-        sample = self.config.level == "sample"
-        return release_sensitivities(
-            level=self.config.level,
-            clip=self.config.clip,
-            factor=self.factor,
-            dataset_sizes=np.array([c.dataset_size for c in clients]),
-            lr=self.training.lr_at(round_index) if sample else 1.0,
-            loss_bound=self.participation.loss_bound(round_index + 1),
-        )
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo

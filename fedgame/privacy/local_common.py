@@ -207,3 +207,24 @@ class ParticipationPlan:
         """Θ of the selection's stage-1 loss reports at 1-based ``round_index`` (0 without)."""
         hook = getattr(self.selection, "loss_bound", None)
         return float(hook(round_index)) if hook is not None else 0.0
+
+
+class ReleaseSensitivity:
+    """Mixin: per-client sensitivity of a released update (update or per-sample level).
+
+    Expects ``config.level``, ``config.clip``, ``factor``, ``training`` (the learner's settings,
+    set in ``prepare``) and ``participation`` (a :class:`ParticipationPlan`) on the instance.
+    """
+
+    def sensitivities(self, clients: Sequence[ClientView], *, round_index: int) -> np.ndarray:
+        """Δ_k of each client's released update, in the mechanism's norm (0-based round)."""
+        config: Any = self.config  # type: ignore[attr-defined]
+        sample = config.level == "sample"
+        return release_sensitivities(
+            level=config.level,
+            clip=config.clip,
+            factor=self.factor,  # type: ignore[attr-defined]
+            dataset_sizes=np.array([c.dataset_size for c in clients]),
+            lr=self.training.lr_at(round_index) if sample else 1.0,  # type: ignore[attr-defined]
+            loss_bound=self.participation.loss_bound(round_index + 1),  # type: ignore[attr-defined]
+        )
