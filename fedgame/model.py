@@ -6,6 +6,7 @@ privacy level); the one ``BatchedLearner`` computes (all selected clients traine
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -134,7 +135,28 @@ class FedGameModel(mesa.Model):
     def _refresh_budget(self, client: ClientAgent) -> None:
         """Recompute what one more default participation would leave ``client`` at."""
         charge = self.privacy.next_charge(client.view())
+        client.priced_charge = charge
         client.epsilon_after_next = self.ledger.epsilon_if(client.client_id, charge)
+
+    def _affordable(self, plan: PrivacyPlan) -> list[bool]:
+        """Budget guard: may each planned release happen without passing the client's ε_total?
+
+        Clients answered the offer knowing the price of their default release
+        (``can_afford_next``); when the round's plan charges something else (a policy's own ε
+        or ρ, a planner that re-planned), the release is re-priced here, and a client it would
+        push past its budget withdraws (reason ``budget``) instead of training.
+        """
+        keep = []
+        for cid, charge in zip(plan.client_ids, plan.charges):
+            client = self.clients[cid]
+            ok = charge.free or charge == client.priced_charge
+            if not ok:
+                after = self.ledger.epsilon_if(cid, charge)
+                ok = after <= client.epsilon_total * (1 + 1e-9)
+            if not ok:
+                client.selected, client.decline_reason = False, "budget"
+            keep.append(ok)
+        return keep
 
     # ------------------------------------------------------------------ the round
     def step(self) -> None:
@@ -200,6 +222,16 @@ class FedGameModel(mesa.Model):
         views = [self.state.views[i] for i in ids]
         responses = [self.clients[i].response for i in ids]
         plan = self.privacy.plan(views, responses, info=self.state.info)
+        keep = self._affordable(plan)
+        while not all(keep):  # re-plan without the withdrawn (mechanism state stays aligned)
+            views = [v for v, k in zip(views, keep) if k]
+            responses = [r for r, k in zip(responses, keep) if k]
+            ids = [v.client_id for v in views]
+            self.state.selection = dataclasses.replace(self.state.selection, client_ids=tuple(ids))
+            if not ids:
+                return
+            plan = self.privacy.plan(views, responses, info=self.state.info)
+            keep = self._affordable(plan)
         self.state.privacy = plan
         gen = self.plan.torch_generator("training", self.state.info.round, device=self.world.device)
         self.state.local = self.learner.train(

@@ -124,3 +124,32 @@ def test_resolved_scenario_reruns_identically(tiny, tmp_path):
 def test_aggregators_run(tiny, aggregation):
     tiny["aggregation"] = {"kind": aggregation}
     assert len(run(tiny).rounds) == tiny["rounds"]
+
+
+def test_budget_guard_withdraws_clients_whose_real_price_is_too_high(tiny, monkeypatch):
+    from fedgame import registry
+    from fedgame.views import Response
+
+    monkeypatch.setitem(registry._REGISTRY, "policy", dict(registry._REGISTRY["policy"]))
+
+    @registry.register("policy", "greedy_probe")
+    class Greedy:
+        """Always takes part, asking for five times its default per-round ε."""
+
+        def __init__(self, config):
+            del config
+
+        def respond(self, offer, *, me, market):
+            return Response(me.client_id, participate=True, epsilon=5 * me.epsilon_round)
+
+    tiny["policy"] = {"kind": "greedy_probe"}
+    tiny["selection"] = {"kind": "all"}
+    tiny["rounds"] = 4
+    tiny["privacy"]["participations"] = 8  # default ε = ε_total/8: 5x that fits once, not twice
+    result = run(tiny)
+    c = result.clients
+    assert (c["epsilon_spent"] <= c["epsilon_total"] * (1 + 1e-9)).all()
+    withdrawn = c[c["decline_reason"] == "budget"]
+    assert len(withdrawn) > 0 and not withdrawn["selected"].any()
+    assert not withdrawn["uploaded"].any()
+    assert (result.rounds["selected"] == c.groupby("round")["selected"].sum().to_numpy()).all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import mesa
 
@@ -104,6 +104,7 @@ class ClientAgent(mesa.Agent):
         self.colluder = colluder
         self.epsilon_spent = 0.0
         self.epsilon_after_next = float("nan")
+        self.priced_charge: Any = None  # the Charge its epsilon_after_next was priced with
         self.participations = 0
         self.response: Response | None = None
         self._view_key: tuple | None = None
