@@ -21,7 +21,7 @@ from fedgame.run.single import simulate
 from fedgame.scenario.load import validate
 
 BASE = yaml.safe_load((Path(__file__).parents[1] / "scenarios" / "dpfl_bcs.yaml").read_text())
-CLIENTS, K, ROUNDS, T0, C2, SEEDS = 40, 8, 40, 6, 1.5, (0,)
+CLIENTS, K, ROUNDS, T0, C2, SEEDS = 40, 8, 40, 6, 1.5, (0, 1, 2)
 SMALL = {"rounds": ROUNDS, "population": {**BASE["population"], "clients": CLIENTS}}
 DATA = {"kind": "fashion_mnist", "max_train": 6000, "max_test": 2000}
 VARIANTS = {
