@@ -11,6 +11,7 @@ run: install
 
 test:
 	$(PYTHON) -m ruff check fedgame tests bench analysis
+	$(PYTHON) -m mypy
 	$(PYTHON) -m pytest
 
 bench:

@@ -246,6 +246,7 @@ class FedGameModel(mesa.Model):
         if self.state.local is None:
             return
         plan = self.state.privacy
+        assert plan is not None  # phase_train sets the plan whenever it sets ``local``
         gen = self.plan.torch_generator("noise", self.state.info.round, device=self.world.device)
         self.state.updates = self.privacy.privatise(self.state.local.updates, plan, generator=gen)
         for cid, std in zip(plan.client_ids, plan.noise_std):
@@ -312,6 +313,7 @@ class FedGameModel(mesa.Model):
                         self.privacy.record_release(cid, charge)
                     client.record_release(epsilon_spent=self.ledger.epsilon(cid))
                     self._refresh_budget(client)
+                    assert client.response is not None  # every client responds in phase_respond
                     delivered.append(client.response)
         payments = self.server.pay(delivered, self.state.info)
         self._touched.update(payments)

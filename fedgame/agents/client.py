@@ -140,7 +140,7 @@ class ClientAgent(mesa.Agent):
             self.link_up,
             self.epsilon_round,
         )
-        if self._view_key != key:
+        if self._view is None or self._view_key != key:
             self._view_key = key
             self._view = self._make_view()
         return self._view

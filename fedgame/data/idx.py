@@ -84,8 +84,8 @@ def debian_fashion_mnist_dir() -> Path | None:
     )
     for line in listing.stdout.splitlines():
         if line.endswith(f"{IDX_FILES[0]}.gz") or line.endswith(IDX_FILES[0]):
-            folder = Path(line).parent
-            return folder if not find_idx_files(folder)[1] else None
+            parent = Path(line).parent
+            return parent if not find_idx_files(parent)[1] else None
     return None
 
 

@@ -30,8 +30,8 @@ def client_sizes(
 
     FedProx (Li et al. 2020, reference code) uses ``lognormal(4, 2) + 50`` without a cap.
     """
-    sizes = rng.lognormal(mean, sigma, num_clients)
-    sizes = np.minimum(sizes, np.iinfo(np.int64).max / 4).astype(np.int64) + offset
+    drawn = rng.lognormal(mean, sigma, num_clients)
+    sizes = np.minimum(drawn, np.iinfo(np.int64).max / 4).astype(np.int64) + offset
     return sizes if cap is None else np.minimum(sizes, cap)
 
 

@@ -61,9 +61,9 @@ def noise_exponent(mechanism: Mechanism) -> int:
 def noise_factor(
     *,
     mechanism: Mechanism,
-    epsilons: Sequence[float],
-    samples: Sequence[float],
-    deltas: Sequence[float] | None = None,
+    epsilons: Sequence[float] | np.ndarray,
+    samples: Sequence[float] | np.ndarray,
+    deltas: Sequence[float] | np.ndarray | None = None,
 ) -> np.ndarray:
     """Phi_n of paper 000 Eq. 7: ln(1/delta_n)/(D_n eps_n)^2 (Gaussian) or 1/(D_n eps_n)^2."""
     eps = _vector("epsilons", epsilons, positive=True)
@@ -212,8 +212,8 @@ def p1_objective(
 
 def greedy_allocation(
     *,
-    phi: Sequence[float],
-    gamma_n: Sequence[float],
+    phi: Sequence[float] | np.ndarray,
+    gamma_n: Sequence[float] | np.ndarray,
     omega_a: float,
     omega_b: float,
     z: int,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -49,7 +50,11 @@ def estimate_noniid(
 
 
 def estimate_rho_min(
-    *, counts: Sequence[int], last_losses: Mapping[int, float], k: int, loss_bound: float
+    *,
+    counts: Sequence[int] | np.ndarray,
+    last_losses: Mapping[int, float],
+    k: int,
+    loss_bound: float,
 ) -> float:
     """rho_hat_min of paper 000 Eq. 9 (with F_n* = 0).
 
@@ -86,13 +91,13 @@ class P2Fit:
 
 
 def p2_model(
-    x: Sequence[float],
+    x: Sequence[float] | np.ndarray,
     *,
     t0: int,
     k: int,
-    counts: Sequence[int],
-    phi: Sequence[float],
-    gamma_hat: Sequence[float],
+    counts: Sequence[int] | np.ndarray,
+    phi: Sequence[float] | np.ndarray,
+    gamma_hat: Sequence[float] | np.ndarray,
     rho_min: float,
     lam: float,
     z: int,
@@ -118,9 +123,9 @@ def fit_p2(
     observed_loss: float,
     t0: int,
     k: int,
-    counts: Sequence[int],
-    phi: Sequence[float],
-    gamma_hat: Sequence[float],
+    counts: Sequence[int] | np.ndarray,
+    phi: Sequence[float] | np.ndarray,
+    gamma_hat: Sequence[float] | np.ndarray,
     rho_min: float,
     lam: float,
     z: int,
@@ -138,7 +143,7 @@ def fit_p2(
         raise ScenarioError("t0", t0, ">= 2 (Eq. 10 uses T_0 - 1 >= 1 rounds)")
     if not (np.isfinite(observed_loss) and lam > 0):
         raise ScenarioError("observed_loss", observed_loss, "a finite loss and Lambda > 0")
-    kw = {"t0": t0, "k": k, "counts": counts, "phi": phi, "gamma_hat": gamma_hat}
+    kw: dict[str, Any] = {"t0": t0, "k": k, "counts": counts, "phi": phi, "gamma_hat": gamma_hat}
     kw |= {"rho_min": rho_min, "lam": lam, "z": z}
 
     def unpack(u: np.ndarray) -> np.ndarray:

@@ -42,10 +42,10 @@ def _positive_vector(key: str, values: Sequence[float] | np.ndarray) -> np.ndarr
 
 def noise_factors(
     *,
-    epsilons: Sequence[float],
-    deltas: Sequence[float],
-    sample_rates: Sequence[float],
-    sizes: Sequence[float],
+    epsilons: Sequence[float] | np.ndarray,
+    deltas: Sequence[float] | np.ndarray,
+    sample_rates: Sequence[float] | np.ndarray,
+    sizes: Sequence[float] | np.ndarray,
 ) -> np.ndarray:
     """V_k of paper 001 Eq. 7 for every client (see ``privacy_aware_noise_factor``)."""
     eps, dl = np.asarray(epsilons, float), np.asarray(deltas, float)
@@ -60,7 +60,7 @@ def noise_factors(
     )
 
 
-def unbiased_probabilities(sizes: Sequence[float]) -> np.ndarray:
+def unbiased_probabilities(sizes: Sequence[float] | np.ndarray) -> np.ndarray:
     """p^u_k = |M_k| / sum_i |M_i| (paper 001 Eq. 4-5: the unbiased selection)."""
     m = _positive_vector("sizes", sizes)
     return m / m.sum()
@@ -72,7 +72,12 @@ def min_variance_probabilities(v: Sequence[float]) -> np.ndarray:
     return inv / inv.sum()
 
 
-def problem1_objective(p: Sequence[float], *, pu: Sequence[float], c: Sequence[float]) -> float:
+def problem1_objective(
+    p: Sequence[float] | np.ndarray,
+    *,
+    pu: Sequence[float] | np.ndarray,
+    c: Sequence[float] | np.ndarray,
+) -> float:
     """||p - p^u||_1 + sqrt(||p - p^u||_1^2 + sum_k c_k p_k^2) (paper 001 Problem 1)."""
     p_, pu_, c_ = (np.asarray(x, dtype=float) for x in (p, pu, c))
     a = float(np.abs(p_ - pu_).sum())
@@ -97,7 +102,9 @@ def _p_given_kappa(kappa: float, pu: np.ndarray, c: np.ndarray) -> np.ndarray:
     return p / p.sum()
 
 
-def solve_problem1(*, pu: Sequence[float], c: Sequence[float]) -> np.ndarray:
+def solve_problem1(
+    *, pu: Sequence[float] | np.ndarray, c: Sequence[float] | np.ndarray
+) -> np.ndarray:
     """Optimal selection probabilities of paper 001 Problem 1 (note 001 §4.5 and appendix).
 
     Args:
@@ -128,7 +135,7 @@ def solve_problem1(*, pu: Sequence[float], c: Sequence[float]) -> np.ndarray:
 
 
 def selection_probabilities(
-    *, sizes: Sequence[float], v: Sequence[float], eta_d: float
+    *, sizes: Sequence[float] | np.ndarray, v: Sequence[float] | np.ndarray, eta_d: float
 ) -> np.ndarray:
     """p^s for data sizes |M_k|, noise factors V_k and the knob eta*D (paper 001 Problem 1).
 

@@ -207,7 +207,7 @@ def gaussian_constants(
     *,
     n_clients: int,
     n_params: int,
-    samples_per_client: Sequence[float],
+    samples_per_client: Sequence[float] | np.ndarray,
     sample_rate: float,
     clip_l2: float,
     epsilons: Sequence[float],

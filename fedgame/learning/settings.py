@@ -24,7 +24,7 @@ class TrainingSettings(BaseModel):
     batch_size: PositiveInt = 32
     lr: PositiveFloat = 0.05
     lr_decay_tau: PositiveFloat | None = None
-    weight_decay: float = Field(0.0, ge=0.0)
+    weight_decay: float = Field(default=0.0, ge=0.0)
     per_sample_clip: PositiveFloat | None = None
     clip_norm: Literal["l2", "l1"] = "l2"
     server_lr: PositiveFloat = 1.0

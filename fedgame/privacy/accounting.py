@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
@@ -55,7 +55,8 @@ class _Base:
         """Whether this accountant can account for ``mechanism`` (a noise family name)."""
         return mechanism in cls.mechanisms
 
-    def epsilon_if(self, *, delta: float, **charge: Any) -> float:
+    def epsilon_if(self, *args: Any, **charge: Any) -> float:
+        # Subclasses take ``delta`` plus their own charge keywords (any override type-checks).
         raise NotImplementedError
 
     def would_exceed(self, *, epsilon_total: float, delta: float, **charge: Any) -> bool:
@@ -168,7 +169,7 @@ class PldAccountant(_Base):
         """Discretisation of privacy-loss values (smaller: tighter and slower)."""
 
         model_config = ConfigDict(extra="forbid", frozen=True)
-        value_discretization_interval: float = Field(1e-4, gt=0.0, le=0.1)
+        value_discretization_interval: float = Field(default=1e-4, gt=0.0, le=0.1)
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or self.Config()
@@ -324,6 +325,11 @@ def _laplace_epsilon(noise_multiplier: float, sample_rate: float, steps: int) ->
     return math.inf if noise_multiplier == 0.0 else steps / noise_multiplier
 
 
+def _mechanisms(cls: type) -> frozenset[str]:
+    """The noise families a registered accountant class declares (``Accountant.mechanisms``)."""
+    return cast("type[Accountant]", cls).mechanisms
+
+
 def check_supported(accountant: str, mechanism: str, *, key: str = "privacy.accountant") -> None:
     """Refuse an accountant that cannot account for ``mechanism`` (a noise family).
 
@@ -333,9 +339,9 @@ def check_supported(accountant: str, mechanism: str, *, key: str = "privacy.acco
         ScenarioError: naming ``key``, the accountant, and the accountants that would do.
     """
     found = entry("accountant", accountant, key=key)
-    if mechanism == "none" or mechanism in found.cls.mechanisms:
+    if mechanism == "none" or mechanism in _mechanisms(found.cls):
         return
-    able = [n for n in names("accountant") if mechanism in entry("accountant", n).cls.mechanisms]
+    able = [n for n in names("accountant") if mechanism in _mechanisms(entry("accountant", n).cls)]
     raise ScenarioError(
         key,
         accountant,

@@ -87,6 +87,8 @@ class SmpcDP(PerRoundGaussian):
         recovery: Literal["p2p", "none", "always"] = "p2p"
         threshold: PositiveInt | None = None
 
+    config: Config
+
     def __init__(self, config: Config) -> None:
         super().__init__(config)
         self.status = math.nan

@@ -20,6 +20,7 @@ from typing import Literal
 import dp_accounting as dpa
 
 from fedgame.errors import ScenarioError
+from fedgame.privacy.rdp_ledger import quiet_dp_accounting
 
 ACCOUNTANTS = ("rdp", "pld", "zcdp", "basic")
 PLD_CALIBRATION_DISCRETIZATION = 1e-3
@@ -277,15 +278,16 @@ def _accountant_sigma(
         return make_accountant().compose(make_event(z)).get_epsilon(delta) - epsilon
 
     # zCDP's closed form upper-bounds the tight multiplier; bracket the root explicitly.
-    high = upper * 1.01
-    while gap(high) > 0:
-        high *= 2.0
-    low = high / 2.0
-    while gap(low) <= 0:
-        low /= 2.0
-    interval = dpa.mechanism_calibration.ExplicitBracketInterval(low, high)
-    return float(
-        dpa.mechanism_calibration.calibrate_dp_mechanism(
-            make_accountant, make_event, epsilon, delta, interval, tol=1e-6 * high
+    with quiet_dp_accounting():
+        high = upper * 1.01
+        while gap(high) > 0:
+            high *= 2.0
+        low = high / 2.0
+        while gap(low) <= 0:
+            low /= 2.0
+        interval = dpa.mechanism_calibration.ExplicitBracketInterval(low, high)
+        return float(
+            dpa.mechanism_calibration.calibrate_dp_mechanism(
+                make_accountant, make_event, epsilon, delta, interval, tol=1e-6 * high
+            )
         )
-    )

@@ -112,7 +112,8 @@ class PerRoundGaussian:
         self._metrics: tuple[dict[str, float], dict[str, dict[int, float]]] = ({}, {})
 
     @staticmethod
-    def check_scenario(config: PerRoundConfig, scenario: Any, *, key: str) -> None:
+    def check_scenario(config: Any, scenario: Any, *, key: str) -> None:
+        """Cross-section checks; ``config`` is the plug-in's own ``Config`` (a PerRoundConfig)."""
         check_supported(config.accountant, "gaussian", key=f"{key}.accountant")
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:

@@ -191,13 +191,13 @@ class LocalDpSgd:
         for c, (_, std) in zip(clients, terms):
             q, b, _, _ = self.geometry(c)
             self._released.setdefault(c.client_id, (0, std, c.delta, q, b / q))
-        std = np.array([s for _, s in terms])
+        stds = np.array([s for _, s in terms])
         return PrivacyPlan(
             tuple(c.client_id for c in clients),
             tuple(ch for ch, _ in terms),
-            std,
+            stds,
             per_sample_clip=self.config.clip,
-            step_noise_std=std,
+            step_noise_std=stds,
         )
 
     def privatise(

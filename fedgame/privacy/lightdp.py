@@ -108,6 +108,8 @@ class LightDP(PerRoundGaussian):
     class Config(BoundsConfig):
         incomplete_graph: Literal["reject", "ldp_floor"] = "reject"
 
+    config: Config
+
     def __init__(self, config: Config) -> None:
         super().__init__(config)
         self.design: ld.LightDPNoise | None = None

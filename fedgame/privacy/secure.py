@@ -69,7 +69,9 @@ def pair_layout(num: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.stack([a, b], axis=1), signs[a, b], signs[b, a]
 
 
-def _pair_chunks(num: int, seeds: np.ndarray, length: int, *, bits: int, device: torch.device):
+def _pair_chunks(
+    num: int, seeds: np.ndarray, length: int, *, bits: int, device: torch.device | str
+):
     """Yield (a, b, sign_a, sign_b, masks) for chunks of the pairs (bounded memory)."""
     pairs, sign_a, sign_b = pair_layout(num)
     per_chunk = max(1, _CHUNK // max(length, 1))

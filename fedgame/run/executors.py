@@ -176,7 +176,8 @@ class RayExecutor:
         if address is None:
             kwargs["num_cpus"] = workers or os.cpu_count() or 1
         try:
-            ray.init(address=address, logging_level="ERROR", **kwargs)
+            # ray annotates logging_level as int but takes level names (its default is "info")
+            ray.init(address=address, logging_level="ERROR", **kwargs)  # type: ignore[arg-type]
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ScenarioError(
                 "--address", address, f"a reachable Ray cluster ({exc})".replace("\n", " ")

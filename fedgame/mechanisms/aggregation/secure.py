@@ -58,7 +58,7 @@ class SecureAggregation:
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
         registry.validate("aggregation", config.inner, key=f"{key}.inner")
-        kind = config.inner.get("kind")
+        kind = config.inner["kind"]  # validate() above ensures a str kind
         cls = registry.entry("aggregation", kind, key=f"{key}.inner.kind").cls
         if not getattr(cls, "is_weighted_sum", False) or cls is SecureAggregation:
             raise ScenarioError(

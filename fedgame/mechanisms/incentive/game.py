@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
@@ -150,7 +150,7 @@ class GameIncentive:
         gaps = np.full(rho.size, math.nan)
         if rho.size and offer.reward > 0:
             caps = None if math.isinf(self.cap) else np.full(rho.size, self.cap)
-            kind = "quadratic" if self.quadratic else "linear"
+            kind: Literal["linear", "quadratic"] = "quadratic" if self.quadratic else "linear"
             u = FollowerUtility(nu, offer.reward, phi, cost=kind, caps=caps)
             gaps = u.deviation_gaps(np.minimum(rho, u.bounds()[1]))
         acc = pay_term = math.nan

@@ -51,6 +51,8 @@ class MaxReward(GameIncentive):
     class Config(GameConfig):
         high: PositiveFloat = 3.0
 
+    config: Config
+
     def choose_reward(self, nu: np.ndarray, sizes: np.ndarray, *, t: int) -> float:
         return self.config.high * _optimal(self, nu, sizes, t)
 
@@ -69,6 +71,8 @@ class RandomReward(GameIncentive):
                 raise ScenarioError("low", self.low, f"must be <= high ({self.high})")
             return self
 
+    config: Config
+
     def choose_reward(self, nu: np.ndarray, sizes: np.ndarray, *, t: int) -> float:
         if self.rng is None:  # prepare() was not called (used outside a model)
             raise ScenarioError("incentive", "random", "needs prepare() before offer()")
@@ -82,6 +86,8 @@ class FixedReward(GameIncentive):
 
     class Config(GameConfig):
         reward: float = Field(1.0, gt=0)
+
+    config: Config
 
     def choose_reward(self, nu: np.ndarray, sizes: np.ndarray, *, t: int) -> float:
         return float(self.config.reward)

@@ -46,6 +46,8 @@ class NumericStackelberg(GameIncentive):
                 raise ScenarioError("r_min", self.r_min, f"must be < r_max ({self.r_max})")
             return self
 
+    config: Config
+
     def __init__(self, config: Config) -> None:
         super().__init__(config)
         self.quadratic = config.cost == "quadratic"

@@ -13,6 +13,7 @@ the ``zcdp`` accountant).
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PositiveFloat
@@ -58,7 +59,7 @@ def equilibrium(
     if not quadratic and caps is None:
         rho = follower_equilibrium(nu, reward=offer.reward, phi=phi)
         return dict(zip(ids, rho.tolist())), True, 0.0
-    kind = "quadratic" if quadratic else "linear"
+    kind: Literal["linear", "quadratic"] = "quadratic" if quadratic else "linear"
     u = FollowerUtility(nu, offer.reward, phi, cost=kind, caps=caps)
     eq = solve_followers(u, analytic=True)
     return dict(zip(ids, eq.rho.tolist())), eq.converged, eq.residual

@@ -190,6 +190,7 @@ class BcsSelection:
         rho = bcs.estimate_rho_min(
             counts=self._counts_before_last, last_losses=self._last, k=self.k, loss_bound=theta
         )
+        assert self.learner is not None  # _schedule_stage2 estimates only with a learner
         lam = bcs.noise_constant(
             mechanism=cfg.mechanism, clip=cfg.clip, dim=self.learner.num_params, c2=cfg.c2
         )

@@ -99,7 +99,9 @@ class EmdThreshold:
         if self.config.threshold is not None:
             self.threshold = float(self.config.threshold)
             return theta < self.threshold
-        mask = quantile_selection(theta, share=float(self.config.quantile))
+        share = self.config.quantile
+        assert share is not None  # Config._one_rule: exactly one of threshold/quantile is set
+        mask = quantile_selection(theta, share=float(share))
         self.threshold = float(np.nextafter(theta[mask].max(), np.inf))
         return mask
 

@@ -147,9 +147,9 @@ class OptimalQueries(RoundRobin):
         if cfg.mechanism == "gaussian":
             self._plan_gaussian(ctx, sizes=sizes, n_params=p, epsilons=eps)
             return
-        common = {"n_clients": n, "n_params": p, "n_samples": float(sizes.sum())}
+        common: dict[str, Any] = {"n_clients": n, "n_params": p, "n_samples": float(sizes.sum())}
         common |= {"clip_l1": cfg.clip_l1, "epsilons": eps}
-        phys = {k: max(v, 0.0) for k, v in c.items()}
+        phys: dict[str, Any] = {k: max(v, 0.0) for k, v in c.items()}
         if cfg.b == "optimal":
             mu, lam = phys["strong_convexity"], phys["smoothness"]
             g2, gam = phys["grad_bound_sq"], 2 * lam / mu

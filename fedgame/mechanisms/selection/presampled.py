@@ -32,7 +32,7 @@ class PresampledSelection:
         k: PositiveInt = 10
         duplicates: Literal["virtual", "dedupe"] = "virtual"
 
-    round_columns = ("presampled_missing",)
+    round_columns: tuple[str, ...] = ("presampled_missing",)
     client_columns = ("selection_prob", "planned_participations")
 
     def __init__(self, config: Any) -> None:

@@ -34,7 +34,7 @@ class RoundRobin:
         b: PositiveInt = 1
         active_rounds: PositiveInt | None = None
 
-    round_columns = ("queries_active", "queries_b", "queries_T")
+    round_columns: tuple[str, ...] = ("queries_active", "queries_b", "queries_T")
 
     def __init__(self, config: Any) -> None:
         self.config = config
