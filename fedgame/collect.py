@@ -12,7 +12,11 @@ import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+import mesa
 import numpy as np
+import pandas as pd
+
+from fedgame.agents.table import CLIENT_COLUMNS, ClientTable
 
 if TYPE_CHECKING:
     from fedgame.model import FedGameModel
@@ -52,29 +56,76 @@ def extra_reporter(column: str) -> Callable[[Any], float]:
 
 
 def round_summary(m: FedGameModel) -> dict[str, Any]:
-    """The round's row, computed in one pass over the clients."""
-    eps = np.fromiter((c.epsilon_spent for c in m.clients), float, len(m.clients))
-    selected = [m.clients[i] for i in m.state.selection.client_ids]
-    losses = [c.train_loss for c in selected if math.isfinite(c.train_loss)]
+    """The round's row, computed from the client table's columns."""
+    t = m.table
+    eps = t.epsilon_spent
+    selected = np.asarray(m.state.selection.client_ids, dtype=np.int64)
+    losses = t.train_loss[selected]
+    losses = losses[np.isfinite(losses)]
     return {
         "test_accuracy": m.test_accuracy,
         "test_loss": m.test_loss,
-        "train_loss": float(np.mean(losses)) if losses else math.nan,
-        "participants": sum(c.participating for c in m.clients),
+        "train_loss": float(losses.mean()) if losses.size else math.nan,
+        "participants": int(t.participating.sum()),
         "selected": len(selected),
         "uploaded": int(m.state.uploaded.sum()),
-        "stragglers": sum(c.straggled for c in selected),
+        "stragglers": int(t.straggled[selected].sum()),
         "failed_links": m.state.failed_links,
-        "active_clients": sum(
-            c.epsilon_after_next <= c.epsilon_total * (1 + 1e-9) for c in m.clients
-        ),
+        "active_clients": int((t.epsilon_after_next <= t.epsilon_total * (1 + 1e-9)).sum()),
         "epsilon_spent_min": float(eps.min()),
         "epsilon_spent_mean": float(eps.mean()),
         "epsilon_spent_max": float(eps.max()),
-        "reward_total": float(sum(m.clients[i].reward for i in m._touched)),
+        "reward_total": float(sum(m.payments.values())),
         "aggregation_failed": m.state.aggregation_failed,
         "lr": m.scenario.training.lr_at(m.state.info.round - 1),
     }
+
+
+class ClientTableCollector(mesa.DataCollector):
+    """Mesa's DataCollector, with the client rows recorded as column blocks of the table.
+
+    Model reporters (the rounds table) work as in Mesa. Client agents are recorded by copying
+    each column of the ``ClientTable`` once per round (``CLIENT_COLUMNS`` then the plug-in
+    columns) instead of calling reporters per agent; ``get_agenttype_vars_dataframe(
+    ClientAgent)`` returns the usual ``(Step, AgentID)``-indexed frame and ``client_frame()``
+    the tidy table with a ``round`` column.
+    """
+
+    def __init__(self, *, model_reporters: dict[str, Any], table: ClientTable) -> None:
+        super().__init__(model_reporters=model_reporters)
+        self.table = table
+        self.client_columns = (*CLIENT_COLUMNS, *table.extra_columns)
+        self._client_blocks: dict[int, dict[str, np.ndarray]] = {}
+        self._agent_ids: np.ndarray | None = None
+
+    def collect(self, model: Any) -> None:
+        super().collect(model)
+        if self._agent_ids is None:
+            self._agent_ids = np.array([c.unique_id for c in model.clients], dtype=np.int64)
+        self._client_blocks[model.steps] = self.table.snapshot(self.client_columns)
+
+    def client_frame(self) -> pd.DataFrame:
+        """One row per recorded round x client: ``round`` then the client columns."""
+        steps = list(self._client_blocks)
+        if not steps:
+            return pd.DataFrame(columns=["round", *self.client_columns])
+        n = len(self.table)
+        data: dict[str, Any] = {"round": np.repeat(np.asarray(steps, dtype=np.int64), n)}
+        for name in self.client_columns:
+            data[name] = np.concatenate([self._client_blocks[s][name] for s in steps])
+        frame = pd.DataFrame(data)
+        frame["decline_reason"] = frame["decline_reason"].astype(str)
+        return frame
+
+    def get_agenttype_vars_dataframe(self, agent_type: type) -> pd.DataFrame:
+        from fedgame.agents.client import ClientAgent
+
+        if not issubclass(agent_type, ClientAgent):
+            return super().get_agenttype_vars_dataframe(agent_type)
+        frame = self.client_frame()
+        ids = self._agent_ids if self._agent_ids is not None else np.zeros(0, np.int64)
+        frame.insert(1, "AgentID", np.tile(ids, len(self._client_blocks)))
+        return frame.rename(columns={"round": "Step"}).set_index(["Step", "AgentID"])
 
 
 def round_reporters() -> dict:

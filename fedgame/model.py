@@ -16,9 +16,11 @@ import mesa
 import numpy as np
 import torch
 
-from fedgame.agents.client import ClientAgent, client_row
+from fedgame.agents.client import ClientAgent
 from fedgame.agents.server import ServerAgent
+from fedgame.agents.table import ClientTable
 from fedgame.collect import (
+    ClientTableCollector,
     declared_columns,
     extra_reporter,
     round_reporters,
@@ -32,7 +34,16 @@ from fedgame.privacy.ledger import PrivacyLedger
 from fedgame.scenario.build import World, build_world
 from fedgame.scenario.schema import Scenario
 from fedgame.seeding import SeedPlan
-from fedgame.views import ClientView, MarketView, Offer, RoundInfo, Selection, SetupContext
+from fedgame.views import (
+    ClientViews,
+    MarketView,
+    Offer,
+    Responses,
+    RoundInfo,
+    Selection,
+    SetupContext,
+    ids_of,
+)
 
 
 @dataclass
@@ -41,11 +52,12 @@ class RoundState:
 
     info: RoundInfo
     started: float
-    views: list[ClientView] = field(default_factory=list)
+    views: ClientViews | None = None
     offer: Offer = field(default_factory=Offer)
     selection: Selection = field(default_factory=lambda: Selection(()))
     local: LocalResult | None = None
     privacy: PrivacyPlan | None = None
+    responses: Responses | None = None  # of the selected clients, aligned with the plan
     updates: torch.Tensor | None = None
     uploaded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     failed_links: int = 0
@@ -79,51 +91,33 @@ class FedGameModel(mesa.Model):
             selection=comps["selection"],
             aggregation=comps["aggregation"],
         )
-        self.clients = self._create_clients()
+        round_extra, client_extra = declared_columns(comps.values())
+        self.table = ClientTable(self.world.population, extra_columns=client_extra)
+        self.clients = [
+            ClientAgent(self, client_id=i, table=self.table) for i in range(len(self.table))
+        ]
         self.client_set = self.agents_by_type[ClientAgent]
-        self.ledger = PrivacyLedger(self.privacy.accountant, [c.delta for c in self.clients])
+        self.ledger = PrivacyLedger(self.privacy.accountant, self.table.delta)
         self._prepare_components()  # before budgets: next_charge may need prepared state
-        for client in self.clients:
-            self._refresh_budget(client)
+        self._refresh_budgets(self.table.client_id)
         self.test_accuracy, self.test_loss = self.learner.evaluate()
-        self._touched: set[int] = set()
+        self.payments: dict[int, float] = {}
         self.summary: dict[str, Any] = {}
         self.state = RoundState(
             RoundInfo(0, scenario.rounds, len(self.clients)), time.perf_counter()
         )
         self.round_wall_time = 0.0
-        round_extra, client_extra = declared_columns(comps.values())
-        self.datacollector = mesa.DataCollector(
+        self.datacollector = ClientTableCollector(
             model_reporters=round_reporters() | {c: extra_reporter(c) for c in round_extra},
-            agenttype_reporters={ClientAgent: {"row": client_row(client_extra)}},
+            table=self.table,
         )
-
-    def _create_clients(self) -> list[ClientAgent]:
-        pop = self.world.population
-        return [
-            ClientAgent(
-                self,
-                client_id=i,
-                dataset_size=int(pop.dataset_size[i]),
-                label_counts=tuple(int(v) for v in pop.label_counts[i]),
-                emd=float(pop.emd[i]),
-                privacy_value=float(pop.privacy_value[i]),
-                epsilon_total=float(pop.epsilon_total[i]),
-                delta=float(pop.delta[i]),
-                epsilon_round=float(pop.epsilon_round[i]),
-                delta_round=float(pop.delta_round[i]),
-                straggle_prob=float(pop.straggle_prob[i]),
-                colluder=bool(pop.colluder[i]),
-            )
-            for i in range(self.scenario.population.clients)
-        ]
 
     def _prepare_components(self) -> None:
         """Call each plug-in's optional ``prepare`` hook once, with its own random stream."""
         ctx = SetupContext(
             num_clients=len(self.clients),
             rounds=self.scenario.rounds,
-            clients=tuple(c.view() for c in self.clients),
+            clients=tuple(self.table.views()),
             graph=self.world.graph,
             components={**self.world.components, "learner": self.learner},
             planned_participations=self.world.planned_participations,
@@ -132,11 +126,20 @@ class FedGameModel(mesa.Model):
             if hasattr(comp, "prepare"):
                 comp.prepare(ctx, rng=self.plan.rng("prepare", path))
 
-    def _refresh_budget(self, client: ClientAgent) -> None:
-        """Recompute what one more default participation would leave ``client`` at."""
-        charge = self.privacy.next_charge(client.view())
-        client.priced_charge = charge
-        client.epsilon_after_next = self.ledger.epsilon_if(client.client_id, charge)
+    def _refresh_budgets(self, ids: np.ndarray) -> None:
+        """Recompute what one more default participation would leave clients ``ids`` at."""
+        if len(ids) == 0:
+            return
+        views = self.table.views(ids)
+        batch = getattr(self.privacy, "next_charges", None)
+        charges = (
+            batch(views) if batch is not None else [self.privacy.next_charge(v) for v in views]
+        )
+        priced = self.table.priced_charge
+        for cid, charge in zip(ids.tolist(), charges):
+            priced[cid] = charge
+        self.table.epsilon_after_next[ids] = self.ledger.epsilon_if_many(ids, charges)
+        self.table.invalidate(ids)
 
     def _affordable(self, plan: PrivacyPlan) -> list[bool]:
         """Budget guard: may each planned release happen without passing the client's ε_total?
@@ -147,14 +150,15 @@ class FedGameModel(mesa.Model):
         push past its budget withdraws (reason ``budget``) instead of training.
         """
         keep = []
+        priced = self.table.priced_charge
         for cid, charge in zip(plan.client_ids, plan.charges):
-            client = self.clients[cid]
-            ok = charge.free or charge == client.priced_charge
+            ok = charge.free or charge is priced[cid] or charge == priced[cid]
             if not ok:
                 after = self.ledger.epsilon_if(cid, charge)
-                ok = after <= client.epsilon_total * (1 + 1e-9)
+                ok = after <= self.table.epsilon_total[cid] * (1 + 1e-9)
             if not ok:
-                client.selected, client.decline_reason = False, "budget"
+                self.table.selected[cid] = False
+                self.table.decline_reason[cid] = "budget"
             keep.append(ok)
         return keep
 
@@ -178,40 +182,62 @@ class FedGameModel(mesa.Model):
             self.steps, self.scenario.rounds, len(self.clients), self.test_accuracy, self.test_loss
         )
         self.state = RoundState(info, time.perf_counter())
-        for cid in self._touched:
-            self.clients[cid].reset_round()
-        self._touched = set()
-        views = [c.view() for c in self.clients]
+        table = self.table
+        table.reset_round()
+        self.payments = {}
+        views = table.views()
         draw = self.faults.draw(
             views, graph=self.world.graph, info=info, rng=self.plan.rng("faults", info.round)
         )
-        for client, up, late in zip(self.clients, draw.link_up, draw.straggler):
-            client.link_up = bool(up)
-            client.straggled = bool(late)
-            if not up:
-                views[client.client_id] = client.view()
-        self.state.failed_links = int((~np.asarray(draw.link_up)).sum()) + len(draw.failed_edges)
+        link_up = np.asarray(draw.link_up, dtype=bool)
+        table.link_up[:] = link_up
+        table.straggled[:] = np.asarray(draw.straggler, dtype=bool)
+        table.invalidate(np.flatnonzero(~link_up))
+        self.state.failed_links = int((~link_up).sum()) + len(draw.failed_edges)
         self.state.faults = draw
         self.state.views = views
 
     def phase_offer(self) -> None:
         """2. The leader announces its reward / plan."""
-        market = MarketView(tuple(self.state.views), self.state.info)
+        market = MarketView(self._views(), self.state.info)
         self.state.offer = self.server.make_offer(market, self.state.info)
 
     def phase_respond(self) -> None:
-        """3. Followers decide participation and privacy level."""
-        market = MarketView(tuple(self.state.views), self.state.info)
-        for client, view in zip(self.clients, self.state.views):
-            client.respond(self.state.offer, market, view)
+        """3. Followers decide participation and privacy level.
+
+        Unreachable clients decline (``unreachable``), clients the leader excluded decline
+        (``excluded``); the others answer by the policy, all at once when it has
+        ``respond_all`` (a batched best response), else one ``respond`` call each.
+        """
+        table, offer = self.table, self.state.offer
+        market = MarketView(self._views(), self.state.info)
+        eligible = table.link_up.copy()
+        if offer.excluded:
+            excluded = np.fromiter(offer.excluded, np.int64, len(offer.excluded))
+            table.decline_reason[excluded] = "excluded"
+            eligible[excluded] = False
+        table.decline_reason[~table.link_up] = "unreachable"
+        ids = np.flatnonzero(eligible)
+        if len(ids) == 0:
+            return
+        views = table.views(ids)
+        batch = getattr(self.policy, "respond_all", None)
+        if batch is not None:
+            responses = batch(offer, clients=views, market=market)
+        else:
+            responses = Responses.of(
+                [self.policy.respond(offer, me=v, market=market) for v in views]
+            )
+        if not np.array_equal(ids_of(responses), ids):
+            raise RuntimeError("policy answered for other clients than it was asked about")
+        table.record_responses(responses)
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""
-        candidates = [self.state.views[c.client_id] for c in self.clients if c.participating]
+        candidates = self.table.views(np.flatnonzero(self.table.participating))
         selection = self.server.select(candidates, self.state.info)
-        for cid in selection.client_ids:
-            self.clients[cid].selected = True
-        self._touched.update(selection.client_ids)
+        ids = np.asarray(selection.client_ids, dtype=np.int64)
+        self.table.selected[ids] = True
         self.state.selection = selection
 
     def phase_train(self) -> None:
@@ -219,27 +245,30 @@ class FedGameModel(mesa.Model):
         ids = list(self.state.selection.client_ids)
         if not ids:
             return
-        views = [self.state.views[i] for i in ids]
-        responses = [self.clients[i].response for i in ids]
-        plan = self.privacy.plan(views, responses, info=self.state.info)
-        keep = self._affordable(plan)
-        while not all(keep):  # re-plan without the withdrawn (mechanism state stays aligned)
-            views = [v for v, k in zip(views, keep) if k]
-            responses = [r for r, k in zip(responses, keep) if k]
-            ids = [v.client_id for v in views]
-            self.state.selection = dataclasses.replace(self.state.selection, client_ids=tuple(ids))
-            if not ids:
-                return
-            plan = self.privacy.plan(views, responses, info=self.state.info)
-            keep = self._affordable(plan)
-        self.state.privacy = plan
+        plan, responses = self._plan_privacy(np.asarray(ids, dtype=np.int64))
+        ids = list(plan.client_ids)
+        if not ids:
+            return
+        self.state.privacy, self.state.responses = plan, responses
         gen = self.plan.torch_generator("training", self.state.info.round, device=self.world.device)
         self.state.local = self.learner.train(
             ids, round_index=self.state.info.round - 1, generator=gen, **_training_hooks(plan)
         )
-        losses = self.state.local.train_loss.detach().cpu().numpy()
-        for cid, loss in zip(ids, losses):
-            self.clients[cid].train_loss = float(loss)
+        self.table.train_loss[ids] = self.state.local.train_loss.detach().cpu().numpy()
+
+    def _plan_privacy(self, ids: np.ndarray) -> tuple[PrivacyPlan, Responses]:
+        """The privacy plan of the selected ``ids``, without those the budget guard withdrew."""
+        while True:
+            responses = self.table.responses(ids)
+            plan = self.privacy.plan(self.table.views(ids), responses, info=self.state.info)
+            keep = np.asarray(self._affordable(plan), dtype=bool)
+            if keep.all():
+                return plan, responses
+            # re-plan without the withdrawn (mechanism state stays aligned)
+            ids = ids[keep]
+            self.state.selection = dataclasses.replace(
+                self.state.selection, client_ids=tuple(ids.tolist())
+            )
 
     def phase_privatise(self) -> None:
         """6. Each selected client clips and noises its update (its privacy mechanism)."""
@@ -249,28 +278,25 @@ class FedGameModel(mesa.Model):
         assert plan is not None  # phase_train sets the plan whenever it sets ``local``
         gen = self.plan.torch_generator("noise", self.state.info.round, device=self.world.device)
         self.state.updates = self.privacy.privatise(self.state.local.updates, plan, generator=gen)
-        for cid, std in zip(plan.client_ids, plan.noise_std):
-            self.clients[cid].noise_std = float(std)
+        self.table.noise_std[list(plan.client_ids)] = plan.noise_std
 
     def phase_upload(self) -> None:
         """7. Stragglers miss the deadline; their updates never arrive."""
-        ids = self.state.selection.client_ids
-        self.state.uploaded = np.array([not self.clients[i].straggled for i in ids], dtype=bool)
-        for cid, ok in zip(ids, self.state.uploaded):
-            self.clients[cid].uploaded = bool(ok)
+        ids = np.asarray(self.state.selection.client_ids, dtype=np.int64)
+        self.state.uploaded = ~self.table.straggled[ids]
+        self.table.uploaded[ids] = self.state.uploaded
 
     def phase_aggregate(self) -> None:
         """8. Combine the received updates, update the global model, evaluate."""
         if self.state.updates is not None and self.state.uploaded.any():
-            selected = self.state.selection.client_ids
-            ids = [i for i, ok in zip(selected, self.state.uploaded) if ok]
-            lost = [i for i, ok in zip(selected, self.state.uploaded) if not ok]
-            mask = torch.as_tensor(self.state.uploaded, device=self.state.updates.device)
-            received = self.state.updates[mask]
+            selected = np.asarray(self.state.selection.client_ids, dtype=np.int64)
+            ok = self.state.uploaded
+            ids = selected[ok]
+            received = self.state.updates if ok.all() else self.state.updates[torch.from_numpy(ok)]
             delta = self.server.aggregate(
                 received,
-                [self.state.views[i] for i in ids],
-                [self.state.views[i] for i in lost],
+                self.table.views(ids),
+                self.table.views(selected[~ok]),
                 self.state.info,
             )
             if delta is None:
@@ -302,23 +328,20 @@ class FedGameModel(mesa.Model):
 
     def phase_settle(self) -> None:
         """9. Privacy accounting for released updates, payments and utilities."""
-        plan = self.state.privacy
-        delivered = []
-        if plan is not None:
-            for cid, charge in zip(plan.client_ids, plan.charges):
-                client = self.clients[cid]
-                if client.uploaded:
-                    self.ledger.charge(cid, charge)
-                    if hasattr(self.privacy, "record_release"):  # closed-form ε columns
-                        self.privacy.record_release(cid, charge)
-                    client.record_release(epsilon_spent=self.ledger.epsilon(cid))
-                    self._refresh_budget(client)
-                    assert client.response is not None  # every client responds in phase_respond
-                    delivered.append(client.response)
-        payments = self.server.pay(delivered, self.state.info)
-        self._touched.update(payments)
-        for cid in self._touched:
-            self.clients[cid].settle(reward=float(payments.get(cid, 0.0)))
+        plan, delivered = self.state.privacy, []
+        if plan is not None and self.state.responses is not None:
+            sent = self.state.uploaded
+            ids = np.asarray(plan.client_ids, dtype=np.int64)[sent]
+            charges = [c for c, ok in zip(plan.charges, sent.tolist()) if ok]
+            self.ledger.charge_many(ids, charges)
+            if hasattr(self.privacy, "record_release"):  # closed-form ε columns
+                for cid, charge in zip(ids.tolist(), charges):
+                    self.privacy.record_release(cid, charge)
+            self.table.record_release(ids, self.ledger.epsilon_many(ids))
+            self._refresh_budgets(ids)
+            delivered = list(self.state.responses[sent])
+        self.payments = self.server.pay(delivered, self.state.info)
+        self.table.settle(self.payments)
 
     def phase_collect(self) -> None:
         """10. One row for the round, one per client (plug-ins add their declared columns)."""
@@ -327,12 +350,16 @@ class FedGameModel(mesa.Model):
                 self.extra.update(comp.round_metrics())
             if hasattr(comp, "client_metrics"):
                 for name, values in comp.client_metrics().items():
+                    column = self.table.extra[name]
                     for cid, value in values.items():
-                        self.clients[cid].extra[name] = value
-                    self._touched.update(values)
+                        column[cid] = value
         self.summary = round_summary(self)
         self.round_wall_time = time.perf_counter() - self.state.started
         self.datacollector.collect(self)
+
+    def _views(self) -> ClientViews:
+        views = self.state.views
+        return views if views is not None else self.table.views()
 
     # ------------------------------------------------------------------ summaries
     @property
@@ -342,7 +369,7 @@ class FedGameModel(mesa.Model):
 
     @property
     def epsilon_spent(self) -> np.ndarray:
-        return np.array([c.epsilon_spent for c in self.clients])
+        return self.table.epsilon_spent.copy()
 
 
 def _training_hooks(plan: PrivacyPlan) -> dict[str, Any]:

@@ -7,9 +7,9 @@ carried here with neutral defaults so every family speaks the same types.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -55,6 +55,78 @@ class ClientView:
         return after <= self.epsilon_total * (1 + 1e-9)
 
 
+class ClientViews(Sequence[ClientView]):
+    """A round's views of some clients: a sequence of ``ClientView`` with column access.
+
+    Items are built lazily from the model's client table (and cached there), so handing every
+    client's view to a plug-in costs nothing until it reads them. ``ids`` and
+    ``column(name)`` give a plug-in the same facts as numpy arrays without building views
+    (``ids_of``/``column_of`` use them when present and fall back to plain sequences). Valid
+    for the round it was handed out in.
+    """
+
+    __slots__ = ("_ids", "_table")
+
+    def __init__(self, table: Any, ids: np.ndarray) -> None:
+        self._table = table
+        self._ids = ids
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Client ids, in order (a copy)."""
+        return self._ids.copy()
+
+    def column(self, name: str) -> np.ndarray:
+        """The ``ClientView`` field ``name`` of every client here, as an array (a copy)."""
+        return self._table.column(name)[self._ids]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, index: int) -> ClientView: ...
+
+    @overload
+    def __getitem__(self, index: slice | np.ndarray) -> ClientViews: ...
+
+    def __getitem__(self, index: int | slice | np.ndarray) -> ClientView | ClientViews:
+        """One view by position, or a sub-sequence (slice, boolean mask or positions)."""
+        if isinstance(index, slice | np.ndarray):
+            return ClientViews(self._table, self._ids[index])
+        return self._table.view(self._ids[index])
+
+    def __iter__(self) -> Iterator[ClientView]:
+        view = self._table.view
+        return (view(i) for i in self._ids.tolist())
+
+    def __repr__(self) -> str:
+        return f"ClientViews({len(self)} clients)"
+
+
+def can_afford(
+    after_next: np.ndarray, spent: np.ndarray, epsilon_round: np.ndarray, total: np.ndarray
+) -> np.ndarray:
+    """Vectorised ``ClientView.can_afford_next`` (basic composition when ``after_next`` is NaN)."""
+    after = np.where(np.isnan(after_next), spent + epsilon_round, after_next)
+    return after <= total * (1 + 1e-9)
+
+
+def ids_of(clients: Sequence[Any]) -> np.ndarray:
+    """Client ids of a sequence of views or responses, as an int64 array."""
+    ids = getattr(clients, "ids", None)
+    if isinstance(ids, np.ndarray):
+        return ids
+    return np.fromiter((c.client_id for c in clients), np.int64, len(clients))
+
+
+def column_of(clients: Sequence[Any], name: str, dtype: Any = float) -> np.ndarray:
+    """Field ``name`` of every view (or response) in ``clients`` as an array."""
+    column = getattr(clients, "column", None)
+    if column is not None:
+        return np.asarray(column(name), dtype=dtype)
+    return np.array([getattr(c, name) for c in clients], dtype=dtype)
+
+
 @dataclass(frozen=True)
 class RoundInfo:
     """Facts about the current round shared by every mechanism."""
@@ -70,12 +142,12 @@ class RoundInfo:
 class MarketView:
     """The public state of the game at a round (what a Stackelberg leader sees)."""
 
-    clients: tuple[ClientView, ...]
+    clients: Sequence[ClientView]
     info: RoundInfo
 
     @property
     def privacy_values(self) -> np.ndarray:
-        return np.array([c.privacy_value for c in self.clients], dtype=float)
+        return column_of(self.clients, "privacy_value")
 
 
 @dataclass(frozen=True)
@@ -106,6 +178,87 @@ class Response:
     epsilon: float = float("nan")
     rho: float = float("nan")
     reason: str = ""
+
+
+class Responses(Sequence[Response]):
+    """Followers' moves as columns (what a policy's batched ``respond_all`` returns).
+
+    Iterating yields ``Response`` objects; ``ids`` and ``column(name)`` give the arrays
+    (``participate``, ``epsilon``, ``rho``, ``reason``).
+    """
+
+    __slots__ = ("_ids", "epsilon", "participate", "reason", "rho")
+
+    def __init__(
+        self,
+        ids: np.ndarray,
+        participate: np.ndarray,
+        epsilon: np.ndarray | None = None,
+        rho: np.ndarray | None = None,
+        reason: np.ndarray | None = None,
+    ) -> None:
+        n = len(ids)
+        self._ids = np.asarray(ids, dtype=np.int64)
+        self.participate = np.broadcast_to(np.asarray(participate, dtype=bool), (n,))
+        self.epsilon = _full(epsilon, n, float("nan"), float)
+        self.rho = _full(rho, n, float("nan"), float)
+        self.reason = _full(reason, n, "", object)
+
+    @classmethod
+    def of(cls, responses: Sequence[Response]) -> Responses:
+        """Columns of a list of ``Response`` objects."""
+        return cls(
+            ids_of(responses),
+            column_of(responses, "participate", bool),
+            column_of(responses, "epsilon"),
+            column_of(responses, "rho"),
+            column_of(responses, "reason", object),
+        )
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._ids
+
+    def column(self, name: str) -> np.ndarray:
+        if name == "client_id":
+            return self._ids
+        return getattr(self, name)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Response: ...
+
+    @overload
+    def __getitem__(self, index: slice | np.ndarray) -> Responses: ...
+
+    def __getitem__(self, index: int | slice | np.ndarray) -> Response | Responses:
+        """One response by position, or a sub-sequence (slice, boolean mask or positions)."""
+        if isinstance(index, slice | np.ndarray):
+            return Responses(
+                self._ids[index],
+                self.participate[index],
+                self.epsilon[index],
+                self.rho[index],
+                self.reason[index],
+            )
+        return Response(
+            int(self._ids[index]),
+            participate=bool(self.participate[index]),
+            epsilon=float(self.epsilon[index]),
+            rho=float(self.rho[index]),
+            reason=str(self.reason[index]),
+        )
+
+    def __iter__(self) -> Iterator[Response]:
+        return (self[i] for i in range(len(self)))
+
+
+def _full(values: Any, n: int, default: Any, dtype: Any) -> np.ndarray:
+    if values is None:
+        return np.full(n, default, dtype=dtype)
+    return np.broadcast_to(np.asarray(values, dtype=dtype), (n,))
 
 
 @dataclass(frozen=True)

@@ -3,61 +3,34 @@
 from __future__ import annotations
 
 import math
-import operator
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import mesa
 
-from fedgame.views import ClientView, MarketView, Offer, Response
+from fedgame.agents.table import CLIENT_COLUMNS, ClientTable
+from fedgame.views import ClientView, MarketView, Offer, Response, Responses
 
 if TYPE_CHECKING:
     from fedgame.model import FedGameModel
 
-#: columns of the clients table (one row per round x client), in order
-CLIENT_COLUMNS = (
-    "client_id",
-    "dataset_size",
-    "emd",
-    "privacy_value",
-    "epsilon_total",
-    "delta",
-    "epsilon_round",
-    "epsilon_spent",
-    "straggle_prob",
-    "colluder",
-    "link_up",
-    "participating",
-    "decline_reason",
-    "selected",
-    "straggled",
-    "uploaded",
-    "noise_std",
-    "epsilon_charged",
-    "train_loss",
-    "reward",
-    "utility",
-)
+__all__ = ["CLIENT_COLUMNS", "ClientAgent"]
 
 
-def client_row(extra_columns: Sequence[str]) -> Callable[[ClientAgent], tuple]:
-    """One DataCollector reporter returning a client's whole row as a tuple.
+class _Column:
+    """Attribute backed by the agent's row of its ``ClientTable`` column."""
 
-    Columns are ``CLIENT_COLUMNS`` then ``extra_columns`` (plug-in metrics, NaN when unset).
-    One C-level ``attrgetter`` per agent instead of one reporter call per column keeps
-    collection cheap for thousands of clients; ``fedgame.run.single.tables`` expands the tuple.
-    """
-    base = operator.attrgetter(*CLIENT_COLUMNS)
-    extra = tuple(extra_columns)
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
 
-    def row(agent: ClientAgent) -> tuple:
-        values = base(agent)
-        if not extra:
-            return values
-        return values + tuple(agent.extra.get(c, math.nan) for c in extra)
+    def __get__(self, agent: Any, owner: type | None = None) -> Any:
+        if agent is None:
+            return self
+        value = getattr(agent.table, self.name)[agent.client_id]
+        return value.item() if hasattr(value, "item") else value
 
-    row.columns = (*CLIENT_COLUMNS, *extra)  # type: ignore[attr-defined]
-    return row
+    def __set__(self, agent: Any, value: Any) -> None:
+        getattr(agent.table, self.name)[agent.client_id] = value
+        agent.table.invalidate(agent.client_id)
 
 
 class ClientAgent(mesa.Agent):
@@ -68,121 +41,75 @@ class ClientAgent(mesa.Agent):
     composition, straggle probability and colluder flag. Its decision rule is the scenario's
     ``policy`` plug-in; the agent only stores state and applies outcomes.
 
+    Every attribute is this client's row of the model's ``ClientTable`` (struct of arrays),
+    so reading ``agent.epsilon_spent`` and the model's column updates see the same numbers.
+
     Utility of a round: reward − ν_i·ε_charged, where ε_charged is the increase of its
     accountant's ε this round (the privacy loss it actually incurred).
     """
 
     model: FedGameModel
 
-    def __init__(
-        self,
-        model: FedGameModel,
-        *,
-        client_id: int,
-        dataset_size: int,
-        label_counts: tuple[int, ...],
-        emd: float,
-        privacy_value: float,
-        epsilon_total: float,
-        delta: float,
-        epsilon_round: float,
-        delta_round: float,
-        straggle_prob: float,
-        colluder: bool,
-    ) -> None:
+    dataset_size = _Column()
+    emd = _Column()
+    privacy_value = _Column()
+    epsilon_total = _Column()
+    delta = _Column()
+    epsilon_round = _Column()
+    delta_round = _Column()
+    straggle_prob = _Column()
+    colluder = _Column()
+    epsilon_spent = _Column()
+    epsilon_after_next = _Column()
+    participations = _Column()
+    link_up = _Column()
+    participating = _Column()
+    decline_reason = _Column()
+    selected = _Column()
+    straggled = _Column()
+    uploaded = _Column()
+    noise_std = _Column()
+    epsilon_charged = _Column()
+    train_loss = _Column()
+    reward = _Column()
+    utility = _Column()
+
+    def __init__(self, model: FedGameModel, *, client_id: int, table: ClientTable) -> None:
         super().__init__(model)
         self.client_id = client_id
-        self.dataset_size = dataset_size
-        self.label_counts = label_counts
-        self.emd = emd
-        self.privacy_value = privacy_value
-        self.epsilon_total = epsilon_total
-        self.delta = delta
-        self.epsilon_round = epsilon_round
-        self.delta_round = delta_round
-        self.straggle_prob = straggle_prob
-        self.colluder = colluder
-        self.epsilon_spent = 0.0
-        self.epsilon_after_next = float("nan")
-        self.priced_charge: Any = None  # the Charge its epsilon_after_next was priced with
-        self.participations = 0
-        self.response: Response | None = None
-        self._view_key: tuple | None = None
-        self._view: ClientView | None = None
-        self.reset_round()
+        self.table = table
 
-    def reset_round(self) -> None:
-        """Clear the per-round outcome fields.
+    @property
+    def label_counts(self) -> tuple[int, ...]:
+        return tuple(int(v) for v in self.table.label_counts[self.client_id])
 
-        The model calls this for every client once at creation and afterwards only for the
-        clients a round touched (selected, paid or given plug-in metrics); link status and
-        responses are rewritten for every client each round anyway.
-        """
-        self.link_up = True
-        self.straggled = False
-        self.participating = False
-        self.decline_reason = ""
-        self.selected = False
-        self.uploaded = False
-        self.noise_std = 0.0
-        self.epsilon_charged = 0.0
-        self.train_loss = math.nan
-        self.reward = 0.0
-        self.utility = 0.0
-        self.extra: dict[str, float] = {}
+    @property
+    def priced_charge(self) -> Any:
+        """The ``Charge`` its ``epsilon_after_next`` was priced with."""
+        return self.table.priced_charge[self.client_id]
+
+    @property
+    def response(self) -> Response:
+        """This round's move (participation, privacy level, reason)."""
+        return self.table.response(self.client_id)
+
+    @property
+    def extra(self) -> dict[str, float]:
+        """Plug-in metrics reported for this client this round."""
+        values = {name: float(col[self.client_id]) for name, col in self.table.extra.items()}
+        return {k: v for k, v in values.items() if not math.isnan(v)}
 
     def view(self) -> ClientView:
         """Read-only facts mechanisms may use (cached while the client's state is unchanged)."""
-        key = (
-            self.epsilon_spent,
-            self.participations,
-            self.epsilon_after_next,
-            self.link_up,
-            self.epsilon_round,
-        )
-        if self._view is None or self._view_key != key:
-            self._view_key = key
-            self._view = self._make_view()
-        return self._view
+        return self.table.view(self.client_id)
 
-    def _make_view(self) -> ClientView:
-        return ClientView(
-            client_id=self.client_id,
-            dataset_size=self.dataset_size,
-            emd=self.emd,
-            privacy_value=self.privacy_value,
-            epsilon_total=self.epsilon_total,
-            delta=self.delta,
-            epsilon_spent=self.epsilon_spent,
-            epsilon_round=self.epsilon_round,
-            delta_round=self.delta_round,
-            straggle_prob=self.straggle_prob,
-            colluder=self.colluder,
-            reachable=self.link_up,
-            participations=self.participations,
-            label_counts=self.label_counts,
-            epsilon_after_next=self.epsilon_after_next,
-        )
-
-    def respond(self, offer: Offer, market: MarketView, me: ClientView | None = None) -> None:
-        """Phase 3: the follower's move, by the scenario's policy (``me``: this round's view)."""
+    def respond(self, offer: Offer, market: MarketView) -> Response:
+        """Phase 3 for this client alone, by the scenario's policy (the model batches it)."""
         if not self.link_up:
-            self.response = Response(self.client_id, participate=False, reason="unreachable")
+            response = Response(self.client_id, participate=False, reason="unreachable")
         elif self.client_id in offer.excluded:
-            self.response = Response(self.client_id, participate=False, reason="excluded")
+            response = Response(self.client_id, participate=False, reason="excluded")
         else:
-            me = me if me is not None else self.view()
-            self.response = self.model.policy.respond(offer, me=me, market=market)
-        self.participating = self.response.participate
-        self.decline_reason = self.response.reason
-
-    def record_release(self, *, epsilon_spent: float) -> None:
-        """Account one released update: ε spent as its accountant now reports it."""
-        self.epsilon_charged = epsilon_spent - self.epsilon_spent
-        self.epsilon_spent = epsilon_spent
-        self.participations += 1
-
-    def settle(self, *, reward: float) -> None:
-        """Phase 9: receive the payment; utility = reward − ν·ε_charged."""
-        self.reward = reward
-        self.utility = reward - self.privacy_value * self.epsilon_charged
+            response = self.model.policy.respond(offer, me=self.view(), market=market)
+        self.table.record_responses(Responses.of([response]))
+        return response

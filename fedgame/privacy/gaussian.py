@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -15,7 +14,9 @@ from fedgame.privacy.accounting import check_supported
 from fedgame.privacy.base import Charge, PrivacyPlan, clip_rows, gaussian_noise
 from fedgame.privacy.calibrate import classic_gaussian_sigma
 from fedgame.registry import register
-from fedgame.views import ClientView, Response, RoundInfo
+from fedgame.views import ClientView, Response, RoundInfo, column_of, ids_of
+
+_MEMO_SIZE = 1 << 16  # memoised (ε, δ) -> Charge entries before the memo is cleared
 
 
 @register("privacy", "gaussian")
@@ -46,6 +47,7 @@ class ClassicGaussian:
         self.accountant = config.accountant
         self.sensitivity = config.clip * (2.0 if config.adjacency == "replace" else 1.0)
         self._warned = False
+        self._charges: dict[tuple[float, float], tuple[Charge, float]] = {}
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
@@ -58,23 +60,39 @@ class ClassicGaussian:
         return epsilon_total / t, delta_total / t
 
     def _charge(self, epsilon: float, delta: float) -> tuple[Charge, float]:
-        sigma = classic_gaussian_sigma(sensitivity=self.sensitivity, epsilon=epsilon, delta=delta)
-        z = sigma / self.sensitivity
-        return Charge("gaussian", epsilon=epsilon, delta=delta, noise_multiplier=z), sigma
+        """The release's Charge and σ (memoised: clients keep their per-round budget)."""
+        key = (epsilon, delta)
+        hit = self._charges.get(key)
+        if hit is None:
+            sigma = classic_gaussian_sigma(
+                sensitivity=self.sensitivity, epsilon=epsilon, delta=delta
+            )
+            z = sigma / self.sensitivity
+            charge = Charge("gaussian", epsilon=epsilon, delta=delta, noise_multiplier=z)
+            if len(self._charges) >= _MEMO_SIZE:
+                self._charges.clear()
+            hit = self._charges[key] = (charge, sigma)
+        return hit
 
     def next_charge(self, client: ClientView) -> Charge:
         return self._charge(client.epsilon_round, client.delta_round)[0]
 
+    def next_charges(self, clients: Sequence[ClientView]) -> list[Charge]:
+        """``next_charge`` of every client of ``clients``."""
+        eps = column_of(clients, "epsilon_round").tolist()
+        delta = column_of(clients, "delta_round").tolist()
+        return [self._charge(e, d)[0] for e, d in zip(eps, delta)]
+
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
-        charges, sigmas = [], []
-        for c, r in zip(clients, responses):
-            eps = r.epsilon if math.isfinite(r.epsilon) else c.epsilon_round
-            charge, sigma = self._charge(eps, c.delta_round)
-            charges.append(charge)
-            sigmas.append(sigma)
-        eps_max = max((ch.epsilon for ch in charges), default=0.0)
+        asked = column_of(responses, "epsilon")
+        eps = np.where(np.isfinite(asked), asked, column_of(clients, "epsilon_round")).tolist()
+        delta = column_of(clients, "delta_round").tolist()
+        terms = [self._charge(e, d) for e, d in zip(eps, delta)]
+        charges = [charge for charge, _ in terms]
+        sigmas = [sigma for _, sigma in terms]
+        eps_max = max(eps, default=0.0)
         if not self._warned and eps_max >= 1.0:
             self._warned = True
             warnings.warn(
@@ -82,7 +100,7 @@ class ClassicGaussian:
                 "(the bound assumes epsilon < 1)",
                 stacklevel=2,
             )
-        ids = tuple(c.client_id for c in clients)
+        ids = tuple(ids_of(clients).tolist())
         return PrivacyPlan(ids, tuple(charges), np.array(sigmas), self.config.clip)
 
     def privatise(

@@ -16,7 +16,31 @@ import numpy as np
 from fedgame import registry
 from fedgame.privacy.accounting import BasicAccountant, RdpAccountant, ZcdpAccountant
 from fedgame.privacy.base import Charge
-from fedgame.privacy.rdp_ledger import BatchRdpLedger
+from fedgame.privacy.rdp_ledger import EXCEED_RTOL, BatchRdpLedger
+
+
+class _BasicRow(BasicAccountant):
+    """A basic-composition accountant whose running sums are one row of shared columns."""
+
+    def __init__(self, sums: np.ndarray, index: int) -> None:
+        self._sums, self._index = sums, index
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def epsilon_spent(self) -> float:
+        return float(self._sums[0, self._index])
+
+    @epsilon_spent.setter
+    def epsilon_spent(self, value: float) -> None:
+        self._sums[0, self._index] = value
+
+    @property  # type: ignore[override]
+    def delta_spent(self) -> float:
+        return float(self._sums[1, self._index])
+
+    @delta_spent.setter
+    def delta_spent(self, value: float) -> None:
+        self._sums[1, self._index] = value
 
 
 class PrivacyLedger:
@@ -27,13 +51,19 @@ class PrivacyLedger:
         deltas: each client's δ, at which its ε spent is reported.
     """
 
-    def __init__(self, kind: str, deltas: Sequence[float]) -> None:
+    def __init__(self, kind: str, deltas: Sequence[float] | np.ndarray) -> None:
         self.kind = kind
         self.deltas = np.asarray(deltas, dtype=float)
         n = len(self.deltas)
+        #: basic composition's running (ε, δ) sums, ``[2, n]`` (``kind == "basic"`` only)
+        self.basic_sums: np.ndarray | None = None
         if kind == "rdp":
             self.batch: BatchRdpLedger | None = BatchRdpLedger(n)
             self.accountants: list = RdpAccountant.views(self.batch)
+        elif kind == "basic":
+            self.batch = None
+            self.basic_sums = sums = np.zeros((2, n))
+            self.accountants = [_BasicRow(sums, i) for i in range(n)]
         else:
             self.batch = None
             self.accountants = [registry.create("accountant", kind) for _ in range(n)]
@@ -82,7 +112,61 @@ class PrivacyLedger:
             steps=charge.steps,
         )
 
+    # -- batched forms (the model's per-round calls; a fast path for basic composition) ----
+    def charge_many(self, clients: np.ndarray, charges: Sequence[Charge]) -> None:
+        """Record one release per client of ``clients`` (aligned with ``charges``)."""
+        steps = self._basic_steps(charges)
+        if steps is not None and self.basic_sums is not None and _distinct(clients):
+            self.basic_sums[:, clients] += steps
+            return
+        for cid, ch in zip(clients.tolist(), charges):
+            self.charge(cid, ch)
+
+    def epsilon_many(self, clients: np.ndarray) -> np.ndarray:
+        """ε spent by each of ``clients`` at its own δ."""
+        if self.basic_sums is not None:
+            return self._basic_at(clients, self.basic_sums[:, clients])
+        return np.array([self.epsilon(cid) for cid in clients.tolist()], dtype=float)
+
+    def epsilon_if_many(self, clients: np.ndarray, charges: Sequence[Charge]) -> np.ndarray:
+        """ε each of ``clients`` would have spent after one more release of its charge."""
+        steps = self._basic_steps(charges)
+        if steps is not None and self.basic_sums is not None:
+            return self._basic_at(clients, self.basic_sums[:, clients] + steps)
+        return np.array(
+            [self.epsilon_if(cid, ch) for cid, ch in zip(clients.tolist(), charges)], dtype=float
+        )
+
+    def _basic_at(self, clients: np.ndarray, sums: np.ndarray) -> np.ndarray:
+        """Basic composition's ε (infinite once the summed δ passes the client's δ)."""
+        within = sums[1] <= self.deltas[clients] * (1.0 + EXCEED_RTOL)
+        return np.where(within, sums[0], math.inf)
+
+    def _basic_steps(self, charges: Sequence[Charge]) -> np.ndarray | None:
+        """``[2, k]`` (ε, δ) steps when every charge is a plain (ε, δ) release, else None.
+
+        Free charges count as zero; Laplace charges given by noise multiplier and invalid
+        values take the per-client path (which validates and raises).
+        """
+        if self.kind != "basic":
+            return None
+        steps = np.empty((2, len(charges)))
+        for j, ch in enumerate(charges):
+            if ch.free:
+                steps[:, j] = 0.0
+            elif ch.noise == "laplace" and ch.epsilon == 0.0:
+                return None
+            else:
+                steps[0, j], steps[1, j] = ch.epsilon, ch.delta
+        if not ((steps[0] >= 0).all() and ((steps[1] >= 0) & (steps[1] <= 1)).all()):
+            return None
+        return steps
+
     def marginal(self, client: int, charge: Charge) -> float:
         """Extra ε one more release of ``charge`` would cost ``client`` (inf if unaffordable)."""
         after = self.epsilon_if(client, charge)
         return after - self.epsilon(client) if math.isfinite(after) else math.inf
+
+
+def _distinct(ids: np.ndarray) -> bool:
+    return len(np.unique(ids)) == len(ids)

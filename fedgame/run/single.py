@@ -47,18 +47,10 @@ def resolved_scenario(scenario: Scenario) -> dict[str, Any]:
 
 def tables(model: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The model's DataCollector records as tidy frames (rounds, clients)."""
-    from fedgame.agents.client import ClientAgent
-
     dc = model.datacollector
     rounds = dc.get_model_vars_dataframe().reset_index(drop=True)
     rounds.insert(0, "round", range(1, len(rounds) + 1))
-    columns = list(dc.agenttype_reporters[ClientAgent]["row"].columns)
-    if rounds.empty:
-        return rounds, pd.DataFrame(columns=["round", *columns])
-    raw = dc.get_agenttype_vars_dataframe(ClientAgent).reset_index()
-    clients = pd.DataFrame(raw["row"].tolist(), columns=columns)
-    clients.insert(0, "round", raw["Step"].to_numpy())
-    return rounds, clients
+    return rounds, dc.client_frame()
 
 
 def simulate(

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from fedgame.registry import register
-from fedgame.views import ClientView
+from fedgame.views import ClientView, column_of
 
 
 class WeightedSum:
@@ -41,7 +41,7 @@ class FedAvg(WeightedSum):
     """FedAvg: weights proportional to each client's dataset size |D_k| (McMahan et al. 2017)."""
 
     def weights(self, clients: Sequence[ClientView]) -> np.ndarray:
-        return np.array([c.dataset_size for c in clients], dtype=float)
+        return column_of(clients, "dataset_size")
 
 
 @register("aggregation", "mean")

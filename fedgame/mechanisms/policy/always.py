@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from fedgame.registry import register
-from fedgame.views import ClientView, MarketView, Offer, Response
+from fedgame.views import (
+    ClientView,
+    MarketView,
+    Offer,
+    Response,
+    Responses,
+    can_afford,
+    column_of,
+    ids_of,
+)
 
 
 @register("policy", "always")
@@ -20,3 +33,16 @@ class AlwaysParticipate:
         if not me.can_afford_next:
             return Response(me.client_id, participate=False, reason="budget")
         return Response(me.client_id, participate=True, epsilon=me.epsilon_round)
+
+    def respond_all(
+        self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
+    ) -> Responses:
+        """``respond`` for every client of ``clients`` at once."""
+        ok = can_afford(
+            column_of(clients, "epsilon_after_next"),
+            column_of(clients, "epsilon_spent"),
+            column_of(clients, "epsilon_round"),
+            column_of(clients, "epsilon_total"),
+        )
+        eps = np.where(ok, column_of(clients, "epsilon_round"), np.nan)
+        return Responses(ids_of(clients), ok, eps, reason=np.where(ok, "", "budget").astype(object))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedgame.registry import register
-from fedgame.views import ClientView, RoundInfo, Selection
+from fedgame.views import ClientView, RoundInfo, Selection, ids_of
 
 
 @register("selection", "all")
@@ -23,5 +23,5 @@ class AllSelection:
     def select(
         self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
     ) -> Selection:
-        ids = tuple(sorted(c.client_id for c in candidates))
+        ids = tuple(np.sort(ids_of(candidates)).tolist())
         return Selection(ids, dict.fromkeys(ids, 1.0))

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.registry import register
-from fedgame.views import ClientView, RoundInfo, Selection
+from fedgame.views import ClientView, RoundInfo, Selection, ids_of
 
 
 @register("selection", "uniform")
@@ -39,8 +39,9 @@ class UniformSelection:
     def select(
         self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
     ) -> Selection:
-        ids = np.array([c.client_id for c in candidates], dtype=np.int64)
+        pool = ids_of(candidates)
+        ids = pool
         if len(ids) > self.k:
             ids = np.sort(rng.choice(ids, size=self.k, replace=False))
         p = min(self.k / max(len(candidates), 1), 1.0)
-        return Selection(tuple(int(i) for i in ids), {int(c.client_id): p for c in candidates})
+        return Selection(tuple(ids.tolist()), dict.fromkeys(pool.tolist(), p))
