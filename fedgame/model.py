@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from fedgame.views import (
     ClientViews,
     MarketView,
     Offer,
+    Response,
     Responses,
     RoundInfo,
     Selection,
@@ -328,7 +330,8 @@ class FedGameModel(mesa.Model):
 
     def phase_settle(self) -> None:
         """9. Privacy accounting for released updates, payments and utilities."""
-        plan, delivered = self.state.privacy, []
+        plan = self.state.privacy
+        delivered: Sequence[Response] = ()
         if plan is not None and self.state.responses is not None:
             sent = self.state.uploaded
             ids = np.asarray(plan.client_ids, dtype=np.int64)[sent]
@@ -339,7 +342,7 @@ class FedGameModel(mesa.Model):
                     self.privacy.record_release(cid, charge)
             self.table.record_release(ids, self.ledger.epsilon_many(ids))
             self._refresh_budgets(ids)
-            delivered = list(self.state.responses[sent])
+            delivered = self.state.responses[sent]
         self.payments = self.server.pay(delivered, self.state.info)
         self.table.settle(self.payments)
 

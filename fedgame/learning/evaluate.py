@@ -44,9 +44,13 @@ def accuracy_and_loss(
         return float("nan"), float("nan")
     correct = torch.zeros((), dtype=torch.int64, device=x.device)
     total_loss = torch.zeros((), dtype=torch.float64, device=x.device)
+    params = dict(params)
     for lo in range(0, n, batch_size):
-        logits = functional_call(module, dict(params), (x[lo : lo + batch_size],))
+        logits = functional_call(module, params, (x[lo : lo + batch_size],))
         yb = y[lo : lo + batch_size]
-        total_loss += cross_entropy(logits, yb).sum().double()
-        correct += (logits.argmax(dim=-1) == yb).sum()
+        top, predicted = logits.max(dim=-1)
+        # cross-entropy logsumexp(z) - z_y, with the max already at hand for the shift
+        lse = top + (logits - top.unsqueeze(-1)).exp().sum(dim=-1).log()
+        total_loss += (lse - logits.gather(-1, yb.unsqueeze(-1)).squeeze(-1)).sum().double()
+        correct += (predicted == yb).sum()
     return float(correct) / n, float(total_loss) / n

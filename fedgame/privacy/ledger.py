@@ -150,16 +150,17 @@ class PrivacyLedger:
         """
         if self.kind != "basic":
             return None
-        steps = np.empty((2, len(charges)))
-        for j, ch in enumerate(charges):
-            if ch.free:
-                steps[:, j] = 0.0
-            elif ch.noise == "laplace" and ch.epsilon == 0.0:
-                return None
-            else:
-                steps[0, j], steps[1, j] = ch.epsilon, ch.delta
-        if not ((steps[0] >= 0).all() and ((steps[1] >= 0) & (steps[1] <= 1)).all()):
+        noise = [ch.noise for ch in charges]
+        eps = np.array([ch.epsilon for ch in charges], dtype=float)
+        delta = np.array([ch.delta for ch in charges], dtype=float)
+        free = np.array([n == "none" for n in noise], dtype=bool)
+        laplace = np.array([n == "laplace" for n in noise], dtype=bool)
+        if (laplace & (eps == 0.0)).any():
             return None
+        if not ((eps >= 0).all() and ((delta >= 0) & (delta <= 1)).all()):
+            return None
+        steps = np.stack([eps, delta])
+        steps[:, free] = 0.0
         return steps
 
     def marginal(self, client: int, charge: Charge) -> float:

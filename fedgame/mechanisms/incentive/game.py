@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.game.equilibrium import FollowerUtility
 from fedgame.game.stackelberg import ServerCostParams, feasible_set, server_cost
-from fedgame.views import MarketView, Offer, Response, RoundInfo, SetupContext
+from fedgame.views import MarketView, Offer, Response, RoundInfo, SetupContext, column_of, ids_of
 
 ROUND_COLUMNS = (
     "reward",
@@ -140,8 +140,8 @@ class GameIncentive:
     def settle(
         self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
     ) -> dict[int, float]:
-        ids = [r.client_id for r in delivered]
-        rho = np.array([r.rho if math.isfinite(r.rho) else 0.0 for r in delivered], dtype=float)
+        ids = ids_of(delivered).tolist()
+        rho = np.nan_to_num(column_of(delivered, "rho"), nan=0.0, posinf=0.0, neginf=0.0)
         total = float(rho.sum())
         pay = rho / total * offer.reward if total > 0 else np.zeros(rho.size)
         nu = np.array([self.nu.get(i, 1.0) for i in ids], dtype=float)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fedgame.registry import register
-from fedgame.views import MarketView, Offer, Response, RoundInfo
+from fedgame.views import MarketView, Offer, Response, RoundInfo, ids_of
 
 
 @register("incentive", "none")
@@ -21,4 +21,4 @@ class NoIncentive:
     def settle(
         self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
     ) -> dict[int, float]:
-        return {r.client_id: 0.0 for r in delivered}
+        return dict.fromkeys(ids_of(delivered).tolist(), 0.0)
