@@ -30,7 +30,7 @@ from fedgame.collect import (
 from fedgame.errors import DivergenceError
 from fedgame.learning.batched import LocalResult
 from fedgame.mechanisms.base import FaultDraw
-from fedgame.privacy.base import PrivacyPlan
+from fedgame.privacy.base import Charges, PrivacyPlan, charge_columns
 from fedgame.privacy.ledger import PrivacyLedger
 from fedgame.scenario.build import World, build_world
 from fedgame.scenario.schema import Scenario
@@ -134,16 +134,15 @@ class FedGameModel(mesa.Model):
             return
         views = self.table.views(ids)
         batch = getattr(self.privacy, "next_charges", None)
-        charges = (
-            batch(views) if batch is not None else [self.privacy.next_charge(v) for v in views]
-        )
-        priced = self.table.priced_charge
-        for cid, charge in zip(ids.tolist(), charges):
-            priced[cid] = charge
+        if batch is not None:
+            charges = charge_columns(batch(views))
+        else:
+            charges = Charges.of([self.privacy.next_charge(v) for v in views])
+        self.table.priced.assign(ids, charges)
         self.table.epsilon_after_next[ids] = self.ledger.epsilon_if_many(ids, charges)
         self.table.invalidate(ids)
 
-    def _affordable(self, plan: PrivacyPlan) -> list[bool]:
+    def _affordable(self, plan: PrivacyPlan) -> np.ndarray:
         """Budget guard: may each planned release happen without passing the client's ε_total?
 
         Clients answered the offer knowing the price of their default release
@@ -151,17 +150,16 @@ class FedGameModel(mesa.Model):
         or ρ, a planner that re-planned), the release is re-priced here, and a client it would
         push past its budget withdraws (reason ``budget``) instead of training.
         """
-        keep = []
-        priced = self.table.priced_charge
-        for cid, charge in zip(plan.client_ids, plan.charges):
-            ok = charge.free or charge is priced[cid] or charge == priced[cid]
-            if not ok:
-                after = self.ledger.epsilon_if(cid, charge)
-                ok = after <= self.table.epsilon_total[cid] * (1 + 1e-9)
-            if not ok:
-                self.table.selected[cid] = False
-                self.table.decline_reason[cid] = "budget"
-            keep.append(ok)
+        ids = np.asarray(plan.client_ids, dtype=np.int64)
+        charges = charge_columns(plan.charges)
+        keep = charges.free | charges.same_as(self.table.priced[ids])
+        for j in np.flatnonzero(~keep).tolist():
+            cid = int(ids[j])
+            after = self.ledger.epsilon_if(cid, charges[j])
+            keep[j] = after <= self.table.epsilon_total[cid] * (1 + 1e-9)
+        withdrawn = ids[~keep]
+        self.table.selected[withdrawn] = False
+        self.table.decline_reason[withdrawn] = "budget"
         return keep
 
     # ------------------------------------------------------------------ the round
@@ -263,7 +261,7 @@ class FedGameModel(mesa.Model):
         while True:
             responses = self.table.responses(ids)
             plan = self.privacy.plan(self.table.views(ids), responses, info=self.state.info)
-            keep = np.asarray(self._affordable(plan), dtype=bool)
+            keep = self._affordable(plan)
             if keep.all():
                 return plan, responses
             # re-plan without the withdrawn (mechanism state stays aligned)
@@ -335,7 +333,7 @@ class FedGameModel(mesa.Model):
         if plan is not None and self.state.responses is not None:
             sent = self.state.uploaded
             ids = np.asarray(plan.client_ids, dtype=np.int64)[sent]
-            charges = [c for c, ok in zip(plan.charges, sent.tolist()) if ok]
+            charges = charge_columns(plan.charges)[sent]
             self.ledger.charge_many(ids, charges)
             if hasattr(self.privacy, "record_release"):  # closed-form ε columns
                 for cid, charge in zip(ids.tolist(), charges):

@@ -86,7 +86,7 @@ class ClientAgent(mesa.Agent):
     @property
     def priced_charge(self) -> Any:
         """The ``Charge`` its ``epsilon_after_next`` was priced with."""
-        return self.table.priced_charge[self.client_id]
+        return self.table.priced[self.client_id]
 
     @property
     def response(self) -> Response:

@@ -18,7 +18,7 @@ def cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
     return torch.logsumexp(logits, dim=-1) - logits.gather(-1, y.unsqueeze(-1)).squeeze(-1)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def accuracy_and_loss(
     module: nn.Module,
     params: Mapping[str, Tensor],
@@ -42,8 +42,7 @@ def accuracy_and_loss(
     n = int(x.shape[0])
     if n == 0:
         return float("nan"), float("nan")
-    correct = torch.zeros((), dtype=torch.int64, device=x.device)
-    total_loss = torch.zeros((), dtype=torch.float64, device=x.device)
+    totals = torch.zeros(2, dtype=torch.float64, device=x.device)  # [loss sum, correct]
     params = dict(params)
     for lo in range(0, n, batch_size):
         logits = functional_call(module, params, (x[lo : lo + batch_size],))
@@ -51,6 +50,7 @@ def accuracy_and_loss(
         top, predicted = logits.max(dim=-1)
         # cross-entropy logsumexp(z) - z_y, with the max already at hand for the shift
         lse = top + (logits - top.unsqueeze(-1)).exp().sum(dim=-1).log()
-        total_loss += (lse - logits.gather(-1, yb.unsqueeze(-1)).squeeze(-1)).sum().double()
-        correct += (predicted == yb).sum()
-    return float(correct) / n, float(total_loss) / n
+        loss = (lse - logits.gather(-1, yb.unsqueeze(-1)).squeeze(-1)).sum()
+        totals += torch.stack([loss.double(), (predicted == yb).sum().double()])
+    total_loss, correct = totals.tolist()  # one device sync per evaluation
+    return correct / n, total_loss / n

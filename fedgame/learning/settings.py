@@ -29,7 +29,9 @@ class TrainingSettings(BaseModel):
     clip_norm: Literal["l2", "l1"] = "l2"
     server_lr: PositiveFloat = 1.0
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    eval_batch_size: PositiveInt = 8192
+    #: test samples per forward pass when evaluating the global model each round (one pass
+    #: for the embedded datasets' test sets; lower it when a large model runs out of memory)
+    eval_batch_size: PositiveInt = 16384
 
     def lr_at(self, round_index: int) -> float:
         """Learning rate at 0-based round ``round_index``."""

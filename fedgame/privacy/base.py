@@ -14,9 +14,9 @@ clients (and the budget check) can decline before they would overspend.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, overload
 
 import numpy as np
 import torch
@@ -51,6 +51,120 @@ class Charge:
 
 FREE = Charge()
 
+_CHARGE_FIELDS = ("noise", "epsilon", "delta", "noise_multiplier", "sample_rate", "steps", "rho")
+
+
+class Charges(Sequence[Charge]):
+    """The charges of several releases as columns, iterable as ``Charge`` objects.
+
+    Mechanisms that price many clients at once return this (``plan``, ``next_charges``);
+    the ledger and the budget guard then work on the arrays. ``Charges.of(list)`` converts
+    a list of ``Charge`` objects; ``charge_columns`` accepts either.
+    """
+
+    __slots__ = _CHARGE_FIELDS
+
+    def __init__(
+        self,
+        noise: str | np.ndarray,
+        epsilon: np.ndarray | float = 0.0,
+        delta: np.ndarray | float = 0.0,
+        noise_multiplier: np.ndarray | float = math.inf,
+        sample_rate: np.ndarray | float = 1.0,
+        steps: np.ndarray | int = 1,
+        rho: np.ndarray | float = 0.0,
+        *,
+        size: int | None = None,
+    ) -> None:
+        arrays = [np.asarray(v) for v in (epsilon, delta, noise_multiplier, sample_rate, steps)]
+        n = size if size is not None else max((a.size for a in arrays if a.ndim), default=1)
+        self.noise = _column(noise, n, object)
+        self.epsilon = _column(epsilon, n, float)
+        self.delta = _column(delta, n, float)
+        self.noise_multiplier = _column(noise_multiplier, n, float)
+        self.sample_rate = _column(sample_rate, n, float)
+        self.steps = _column(steps, n, np.int64)
+        self.rho = _column(rho, n, float)
+
+    @classmethod
+    def of(cls, charges: Sequence[Charge]) -> Charges:
+        if isinstance(charges, Charges):
+            return charges
+        cols = {f: [getattr(c, f) for c in charges] for f in _CHARGE_FIELDS}
+        return cls(
+            np.array(cols["noise"], dtype=object),
+            *(np.array(cols[f]) for f in _CHARGE_FIELDS[1:]),
+            size=len(charges),
+        )
+
+    @property
+    def free(self) -> np.ndarray:
+        return self.noise == "none"
+
+    def same_as(self, other: Charges) -> np.ndarray:
+        """Element-wise equality with ``other`` (what ``Charge.__eq__`` compares)."""
+        same = np.ones(len(self), dtype=bool)
+        for f in _CHARGE_FIELDS:
+            same &= getattr(self, f) == getattr(other, f)
+        return same
+
+    def __len__(self) -> int:
+        return len(self.noise)
+
+    @overload
+    def __getitem__(self, index: int) -> Charge: ...
+
+    @overload
+    def __getitem__(self, index: slice | np.ndarray) -> Charges: ...
+
+    def __getitem__(self, index: int | slice | np.ndarray) -> Charge | Charges:
+        if isinstance(index, slice | np.ndarray):
+            return Charges(*(getattr(self, f)[index] for f in _CHARGE_FIELDS))
+        return Charge(
+            noise=self.noise[index],
+            epsilon=float(self.epsilon[index]),
+            delta=float(self.delta[index]),
+            noise_multiplier=float(self.noise_multiplier[index]),
+            sample_rate=float(self.sample_rate[index]),
+            steps=int(self.steps[index]),
+            rho=float(self.rho[index]),
+        )
+
+    def __iter__(self) -> Iterator[Charge]:
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self) -> str:
+        return f"Charges({len(self)} releases)"
+
+    def assign(self, index: np.ndarray, other: Charges) -> None:
+        """Overwrite rows ``index`` with ``other`` (the columns must be writable)."""
+        for f in _CHARGE_FIELDS:
+            getattr(self, f)[index] = getattr(other, f)
+
+    @classmethod
+    def empty(cls, n: int) -> Charges:
+        """``n`` writable rows of the free charge."""
+        return cls(
+            np.full(n, "none", dtype=object),
+            np.zeros(n),
+            np.zeros(n),
+            np.full(n, math.inf),
+            np.ones(n),
+            np.ones(n, dtype=np.int64),
+            np.zeros(n),
+        )
+
+
+def _column(values: object, n: int, dtype: type) -> np.ndarray:
+    """``values`` as an ``[n]`` array: no copy when it is one, a read-only broadcast if scalar."""
+    array: np.ndarray = np.asarray(values, dtype=dtype)
+    return array if array.shape == (n,) else np.broadcast_to(array, (n,))
+
+
+def charge_columns(charges: Sequence[Charge]) -> Charges:
+    """``charges`` as columns (no copy when it already is a ``Charges``)."""
+    return Charges.of(charges)
+
 
 @dataclass(frozen=True)
 class PrivacyPlan:
@@ -62,7 +176,7 @@ class PrivacyPlan:
     """
 
     client_ids: tuple[int, ...]
-    charges: tuple[Charge, ...]
+    charges: Sequence[Charge]
     noise_std: np.ndarray
     clip: float | None = None
     per_sample_clip: float | None = None
@@ -70,7 +184,7 @@ class PrivacyPlan:
 
     @property
     def epsilon(self) -> np.ndarray:
-        return np.array([c.epsilon for c in self.charges], dtype=float)
+        return np.array(charge_columns(self.charges).epsilon, dtype=float)
 
 
 class PrivacyMechanism(Protocol):

@@ -11,12 +11,10 @@ import torch
 from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
 from fedgame.privacy.accounting import check_supported
-from fedgame.privacy.base import Charge, PrivacyPlan, clip_rows, gaussian_noise
+from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows, gaussian_noise
 from fedgame.privacy.calibrate import classic_gaussian_sigma
 from fedgame.registry import register
 from fedgame.views import ClientView, Response, RoundInfo, column_of, ids_of
-
-_MEMO_SIZE = 1 << 16  # memoised (ε, δ) -> Charge entries before the memo is cleared
 
 
 @register("privacy", "gaussian")
@@ -47,7 +45,6 @@ class ClassicGaussian:
         self.accountant = config.accountant
         self.sensitivity = config.clip * (2.0 if config.adjacency == "replace" else 1.0)
         self._warned = False
-        self._charges: dict[tuple[float, float], tuple[Charge, float]] = {}
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
@@ -60,39 +57,36 @@ class ClassicGaussian:
         return epsilon_total / t, delta_total / t
 
     def _charge(self, epsilon: float, delta: float) -> tuple[Charge, float]:
-        """The release's Charge and σ (memoised: clients keep their per-round budget)."""
-        key = (epsilon, delta)
-        hit = self._charges.get(key)
-        if hit is None:
-            sigma = classic_gaussian_sigma(
-                sensitivity=self.sensitivity, epsilon=epsilon, delta=delta
-            )
-            z = sigma / self.sensitivity
-            charge = Charge("gaussian", epsilon=epsilon, delta=delta, noise_multiplier=z)
-            if len(self._charges) >= _MEMO_SIZE:
-                self._charges.clear()
-            hit = self._charges[key] = (charge, sigma)
-        return hit
+        sigma = classic_gaussian_sigma(sensitivity=self.sensitivity, epsilon=epsilon, delta=delta)
+        z = sigma / self.sensitivity
+        return Charge("gaussian", epsilon=epsilon, delta=delta, noise_multiplier=z), sigma
+
+    def _charges(self, epsilon: np.ndarray, delta: np.ndarray) -> tuple[Charges, np.ndarray]:
+        """Charges and σ of many releases (the same formula as ``classic_gaussian_sigma``)."""
+        valid = (epsilon > 0) & (delta > 0) & (delta < 1)
+        if not valid.all():  # let the scalar formula raise its error for the first bad one
+            j = int(np.flatnonzero(~valid)[0])
+            self._charge(float(epsilon[j]), float(delta[j]))
+        sigma = self.sensitivity * np.sqrt(2.0 * np.log(1.25 / delta)) / epsilon
+        z = sigma / self.sensitivity
+        return Charges("gaussian", epsilon, delta, z), sigma
 
     def next_charge(self, client: ClientView) -> Charge:
         return self._charge(client.epsilon_round, client.delta_round)[0]
 
-    def next_charges(self, clients: Sequence[ClientView]) -> list[Charge]:
-        """``next_charge`` of every client of ``clients``."""
-        eps = column_of(clients, "epsilon_round").tolist()
-        delta = column_of(clients, "delta_round").tolist()
-        return [self._charge(e, d)[0] for e, d in zip(eps, delta)]
+    def next_charges(self, clients: Sequence[ClientView]) -> Charges:
+        """``next_charge`` of every client of ``clients``, as columns."""
+        return self._charges(
+            column_of(clients, "epsilon_round"), column_of(clients, "delta_round")
+        )[0]
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
         asked = column_of(responses, "epsilon")
-        eps = np.where(np.isfinite(asked), asked, column_of(clients, "epsilon_round")).tolist()
-        delta = column_of(clients, "delta_round").tolist()
-        terms = [self._charge(e, d) for e, d in zip(eps, delta)]
-        charges = [charge for charge, _ in terms]
-        sigmas = [sigma for _, sigma in terms]
-        eps_max = max(eps, default=0.0)
+        eps = np.where(np.isfinite(asked), asked, column_of(clients, "epsilon_round"))
+        charges, sigmas = self._charges(eps, column_of(clients, "delta_round"))
+        eps_max = float(eps.max(initial=0.0))
         if not self._warned and eps_max >= 1.0:
             self._warned = True
             warnings.warn(
@@ -101,7 +95,7 @@ class ClassicGaussian:
                 stacklevel=2,
             )
         ids = tuple(ids_of(clients).tolist())
-        return PrivacyPlan(ids, tuple(charges), np.array(sigmas), self.config.clip)
+        return PrivacyPlan(ids, charges, sigmas, self.config.clip)
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator

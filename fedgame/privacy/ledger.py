@@ -15,7 +15,7 @@ import numpy as np
 
 from fedgame import registry
 from fedgame.privacy.accounting import BasicAccountant, RdpAccountant, ZcdpAccountant
-from fedgame.privacy.base import Charge
+from fedgame.privacy.base import Charge, charge_columns
 from fedgame.privacy.rdp_ledger import EXCEED_RTOL, BatchRdpLedger
 
 
@@ -150,12 +150,9 @@ class PrivacyLedger:
         """
         if self.kind != "basic":
             return None
-        noise = [ch.noise for ch in charges]
-        eps = np.array([ch.epsilon for ch in charges], dtype=float)
-        delta = np.array([ch.delta for ch in charges], dtype=float)
-        free = np.array([n == "none" for n in noise], dtype=bool)
-        laplace = np.array([n == "laplace" for n in noise], dtype=bool)
-        if (laplace & (eps == 0.0)).any():
+        cols = charge_columns(charges)
+        eps, delta, free = cols.epsilon, cols.delta, cols.free
+        if ((cols.noise == "laplace") & (eps == 0.0)).any():
             return None
         if not ((eps >= 0).all() and ((delta >= 0) & (delta <= 1)).all()):
             return None
