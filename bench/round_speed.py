@@ -46,8 +46,8 @@ def load_data(num_train: int, *, seed: int) -> tuple[np.ndarray, np.ndarray, str
         return x, rng.integers(0, 10, num_train), "random (40 features)"
 
 
-def time_end_to_end(args: argparse.Namespace) -> float:
-    """(a) median seconds per ``FedGameModel.step()`` on the same setting, end to end.
+def end_to_end_model(args: argparse.Namespace):
+    """(a) a ``FedGameModel`` on the same setting; one ``step()`` is one round end to end.
 
     The whole round: faults, offer, responses, selection, batched training, clip + Gaussian
     noise per client, upload, aggregation, evaluation, accounting and DataCollector rows.
@@ -75,16 +75,7 @@ def time_end_to_end(args: argparse.Namespace) -> float:
             "network": {"faults": "none"},
         }
     )
-    model = FedGameModel(scenario)
-    times = []
-    for t in range(args.warmup + args.rounds):
-        start = time.perf_counter()
-        model.step()
-        if model.world.device.type == "cuda":
-            torch.cuda.synchronize()
-        if t >= args.warmup:
-            times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return FedGameModel(scenario)
 
 
 def main() -> None:
@@ -94,7 +85,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--selected", type=int, default=100)
     parser.add_argument("--samples", type=int, default=40000)
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--seed", type=int, default=0)
@@ -160,29 +151,36 @@ def main() -> None:
             total += u
         learner.apply_update(total / len(ids))
 
-    def seconds_per_round(fn) -> float:
-        """Median wall time of one round (robust to other jobs on a shared machine)."""
+    model = end_to_end_model(args)
+
+    def round_end_to_end(t: int) -> None:
+        model.step()
+
+    def interleaved(*fns) -> list[float]:
+        """Median wall time of one round of each variant, the variants taking turns round by
+        round so that a machine slowing down or speeding up affects them alike."""
         for t in range(args.warmup):
-            fn(t)
-        times = []
+            for fn in fns:
+                fn(t)
+        times: list[list[float]] = [[] for _ in fns]
         for t in range(args.warmup, args.warmup + args.rounds):
-            start = time.perf_counter()
-            fn(t)
-            if learner.device.type == "cuda":
-                torch.cuda.synchronize()
-            times.append(time.perf_counter() - start)
-        return float(np.median(times))
+            for fn, spent in zip(fns, times):
+                start = time.perf_counter()
+                fn(t)
+                if learner.device.type == "cuda":
+                    torch.cuda.synchronize()
+                spent.append(time.perf_counter() - start)
+        return [float(np.median(spent)) for spent in times]
 
     import warnings
 
     warnings.simplefilter("ignore")
-    a = time_end_to_end(args)
-    b = seconds_per_round(round_batched)
-    c = seconds_per_round(round_sequential)
+    a, b = interleaved(round_end_to_end, round_batched)
+    (c,) = interleaved(round_sequential)
     print(
         f"data: {source}; N={args.clients} K={args.selected} logreg, 5 local steps, batch 32; "
         f"threads={args.threads} device={learner.device}; {args.rounds} rounds after "
-        f"{args.warmup} warm-up (median)"
+        f"{args.warmup} warm-up (median; (a) and (b) take turns each round)"
     )
     print(f"{'variant':<34}{'s/round':>10}")
     print(f"{'(a) fedgame end to end':<34}{a:>10.4f}")
