@@ -333,7 +333,9 @@ class FedGameModel(mesa.Model):
         if plan is not None and self.state.responses is not None:
             sent = self.state.uploaded
             ids = np.asarray(plan.client_ids, dtype=np.int64)[sent]
-            charges = charge_columns(plan.charges)[sent]
+            charges = charge_columns(plan.charges)
+            if not sent.all():
+                charges = charges[sent]
             self.ledger.charge_many(ids, charges)
             if hasattr(self.privacy, "record_release"):  # closed-form ε columns
                 for cid, charge in zip(ids.tolist(), charges):

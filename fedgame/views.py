@@ -261,6 +261,28 @@ def _full(values: Any, n: int, default: Any, dtype: Any) -> np.ndarray:
     return np.broadcast_to(np.asarray(values, dtype=dtype), (n,))
 
 
+class UniformProbabilities(Mapping[int, float]):
+    """``{client id: p}`` for every candidate, without building a dict (sorted ``ids``)."""
+
+    __slots__ = ("_ids", "_p")
+
+    def __init__(self, ids: np.ndarray, p: float) -> None:
+        self._ids = np.sort(np.asarray(ids, dtype=np.int64))
+        self._p = float(p)
+
+    def __getitem__(self, client_id: int) -> float:
+        j = int(np.searchsorted(self._ids, client_id))
+        if j < len(self._ids) and self._ids[j] == client_id:
+            return self._p
+        raise KeyError(client_id)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 @dataclass(frozen=True)
 class Selection:
     """The server's choice of participants, with optional aggregation weights hints."""

@@ -31,6 +31,7 @@ class _Column:
     def __set__(self, agent: Any, value: Any) -> None:
         getattr(agent.table, self.name)[agent.client_id] = value
         agent.table.invalidate(agent.client_id)
+        agent.table.static_changed()
 
 
 class ClientAgent(mesa.Agent):

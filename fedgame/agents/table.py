@@ -64,6 +64,7 @@ ROUND_DEFAULTS: dict[str, Any] = {
     "response_rho": math.nan,
 }
 
+#: attributes that stay fixed during a run unless a user overwrites them
 _STATIC: dict[str, Any] = {
     "dataset_size": np.int64,
     "emd": float,
@@ -131,6 +132,7 @@ class ClientTable:
             dtype: Any = object if isinstance(value, str) else type(value)
             setattr(self, name, np.full(n, value, dtype=dtype))
         self._views = np.full(n, None, dtype=object)
+        self._static_copies: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
         return self.size
@@ -156,8 +158,25 @@ class ClientTable:
         return getattr(self, name)
 
     def snapshot(self, columns: Iterable[str]) -> dict[str, np.ndarray]:
-        """Copies of ``columns`` (one clients-table block for the round)."""
-        return {name: self.column(name).copy() for name in columns}
+        """Copies of ``columns`` (one clients-table block for the round).
+
+        Columns of static attributes are copied once and the copy shared by later blocks
+        until ``static_changed`` is called (the agents' attribute setters call it).
+        """
+        block = {}
+        for name in columns:
+            if name in _STATIC or name == "client_id":
+                copy = self._static_copies.get(name)
+                if copy is None:
+                    copy = self._static_copies[name] = self.column(name).copy()
+                block[name] = copy
+            else:
+                block[name] = self.column(name).copy()
+        return block
+
+    def static_changed(self) -> None:
+        """A static attribute was overwritten: the next snapshot copies them afresh."""
+        self._static_copies = {}
 
     # ------------------------------------------------------------------ views
     def invalidate(self, ids: np.ndarray | Sequence[int] | int) -> None:

@@ -116,8 +116,8 @@ class PrivacyLedger:
     def charge_many(self, clients: np.ndarray, charges: Sequence[Charge]) -> None:
         """Record one release per client of ``clients`` (aligned with ``charges``)."""
         steps = self._basic_steps(charges)
-        if steps is not None and self.basic_sums is not None and _distinct(clients):
-            self.basic_sums[:, clients] += steps
+        if steps is not None and self.basic_sums is not None:
+            np.add.at(self.basic_sums, (slice(None), clients), steps)  # repeated ids add up
             return
         for cid, ch in zip(clients.tolist(), charges):
             self.charge(cid, ch)
@@ -152,9 +152,8 @@ class PrivacyLedger:
             return None
         cols = charge_columns(charges)
         eps, delta, free = cols.epsilon, cols.delta, cols.free
-        if ((cols.noise == "laplace") & (eps == 0.0)).any():
-            return None
-        if not ((eps >= 0).all() and ((delta >= 0) & (delta <= 1)).all()):
+        by_multiplier = (cols.noise == "laplace") & (eps == 0.0)  # Laplace priced by z
+        if by_multiplier.any() or not ((eps >= 0) & (delta >= 0) & (delta <= 1)).all():
             return None
         steps = np.stack([eps, delta])
         steps[:, free] = 0.0
@@ -164,7 +163,3 @@ class PrivacyLedger:
         """Extra ε one more release of ``charge`` would cost ``client`` (inf if unaffordable)."""
         after = self.epsilon_if(client, charge)
         return after - self.epsilon(client) if math.isfinite(after) else math.inf
-
-
-def _distinct(ids: np.ndarray) -> bool:
-    return len(np.unique(ids)) == len(ids)

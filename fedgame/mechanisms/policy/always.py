@@ -45,4 +45,6 @@ class AlwaysParticipate:
             column_of(clients, "epsilon_total"),
         )
         eps = np.where(ok, column_of(clients, "epsilon_round"), np.nan)
-        return Responses(ids_of(clients), ok, eps, reason=np.where(ok, "", "budget").astype(object))
+        reason = np.full(len(ok), "", dtype=object)
+        reason[~ok] = "budget"
+        return Responses(ids_of(clients), ok, eps, reason=reason)

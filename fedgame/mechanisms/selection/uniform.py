@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.registry import register
-from fedgame.views import ClientView, RoundInfo, Selection, ids_of
+from fedgame.views import ClientView, RoundInfo, Selection, UniformProbabilities, ids_of
 
 
 @register("selection", "uniform")
@@ -44,4 +44,4 @@ class UniformSelection:
         if len(ids) > self.k:
             ids = np.sort(rng.choice(ids, size=self.k, replace=False))
         p = min(self.k / max(len(candidates), 1), 1.0)
-        return Selection(tuple(ids.tolist()), dict.fromkeys(pool.tolist(), p))
+        return Selection(tuple(ids.tolist()), UniformProbabilities(pool, p))
