@@ -342,7 +342,7 @@ class FedGameModel(mesa.Model):
                     self.privacy.record_release(cid, charge)
             self.table.record_release(ids, self.ledger.epsilon_many(ids))
             self._refresh_budgets(ids)
-            delivered = self.state.responses[sent]
+            delivered = self.state.responses if sent.all() else self.state.responses[sent]
         self.payments = self.server.pay(delivered, self.state.info)
         self.table.settle(self.payments)
 

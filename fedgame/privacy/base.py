@@ -51,6 +51,7 @@ class Charge:
 
 FREE = Charge()
 
+_NOISE_DTYPE = np.dtype(object)  # noise family names (str)
 _CHARGE_FIELDS = ("noise", "epsilon", "delta", "noise_multiplier", "sample_rate", "steps", "rho")
 
 
@@ -78,7 +79,7 @@ class Charges(Sequence[Charge]):
     ) -> None:
         arrays = [np.asarray(v) for v in (epsilon, delta, noise_multiplier, sample_rate, steps)]
         n = size if size is not None else max((a.size for a in arrays if a.ndim), default=1)
-        self.noise = _column(noise, n, object)
+        self.noise = _column(noise, n, _NOISE_DTYPE)
         self.epsilon = _column(epsilon, n, float)
         self.delta = _column(delta, n, float)
         self.noise_multiplier = _column(noise_multiplier, n, float)
@@ -92,7 +93,7 @@ class Charges(Sequence[Charge]):
             return charges
         cols = {f: [getattr(c, f) for c in charges] for f in _CHARGE_FIELDS}
         return cls(
-            np.array(cols["noise"], dtype=object),
+            np.array(cols["noise"], dtype=_NOISE_DTYPE),
             *(np.array(cols[f]) for f in _CHARGE_FIELDS[1:]),
             size=len(charges),
         )
@@ -121,7 +122,7 @@ class Charges(Sequence[Charge]):
         if isinstance(index, slice | np.ndarray):
             return Charges(*(getattr(self, f)[index] for f in _CHARGE_FIELDS))
         return Charge(
-            noise=self.noise[index],
+            noise=str(self.noise[index]),  # type: ignore[arg-type]
             epsilon=float(self.epsilon[index]),
             delta=float(self.delta[index]),
             noise_multiplier=float(self.noise_multiplier[index]),
@@ -145,7 +146,7 @@ class Charges(Sequence[Charge]):
     def empty(cls, n: int) -> Charges:
         """``n`` writable rows of the free charge."""
         return cls(
-            np.full(n, "none", dtype=object),
+            np.full(n, "none", dtype=_NOISE_DTYPE),
             np.zeros(n),
             np.zeros(n),
             np.full(n, math.inf),
@@ -155,7 +156,7 @@ class Charges(Sequence[Charge]):
         )
 
 
-def _column(values: object, n: int, dtype: type) -> np.ndarray:
+def _column(values: object, n: int, dtype: type | np.dtype) -> np.ndarray:
     """``values`` as an ``[n]`` array: no copy when it is one, a read-only broadcast if scalar."""
     array: np.ndarray = np.asarray(values, dtype=dtype)
     return array if array.shape == (n,) else np.broadcast_to(array, (n,))

@@ -117,7 +117,7 @@ class PrivacyLedger:
         """Record one release per client of ``clients`` (aligned with ``charges``)."""
         steps = self._basic_steps(charges)
         if steps is not None and self.basic_sums is not None:
-            np.add.at(self.basic_sums, (slice(None), clients), steps)  # repeated ids add up
+            np.add.at(self.basic_sums.T, clients, steps.T)  # repeated ids add up
             return
         for cid, ch in zip(clients.tolist(), charges):
             self.charge(cid, ch)
@@ -156,7 +156,8 @@ class PrivacyLedger:
         if by_multiplier.any() or not ((eps >= 0) & (delta >= 0) & (delta <= 1)).all():
             return None
         steps = np.stack([eps, delta])
-        steps[:, free] = 0.0
+        if free.any():
+            steps[:, free] = 0.0
         return steps
 
     def marginal(self, client: int, charge: Charge) -> float:
