@@ -18,6 +18,7 @@ from fedgame.learning.batched import (
     cross_entropy,
     resolve_device,
 )
+from fedgame.learning.evaluate import accuracy_and_loss
 from fedgame.learning.models import CNN, MLP, LogReg, init_parameters
 from fedgame.learning.reference import sequential_train
 from fedgame.learning.settings import TrainingSettings
@@ -264,6 +265,25 @@ def test_cross_entropy_matches_torch_and_worked_value() -> None:
     logits, y = torch.randn(3, 6, 4), torch.randint(0, 4, (3, 6))
     want = F.cross_entropy(logits.reshape(-1, 4), y.reshape(-1), reduction="none")
     torch.testing.assert_close(cross_entropy(logits, y), want.reshape(3, 6))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("scale", [1.0, 50.0, 1e4])
+def test_evaluation_matches_torch_for_large_logits(dtype, scale) -> None:
+    """DP noise grows the weights: evaluation's floored logsumexp still equals torch's loss."""
+    gen = torch.Generator().manual_seed(int(scale))
+    module = LogReg().build(input_shape=(6,), num_classes=10).to(dtype)
+    params = {
+        k: torch.randn(v.shape, generator=gen, dtype=dtype) * scale
+        for k, v in module.named_parameters()
+    }
+    x = torch.randn(300, 6, generator=gen, dtype=dtype)
+    y = torch.randint(0, 10, (300,), generator=gen)
+    acc, loss = accuracy_and_loss(module, params, x, y, batch_size=128)
+    logits = torch.func.functional_call(module, params, (x,))
+    want = F.cross_entropy(logits.double(), y).item()
+    assert loss == pytest.approx(want, rel=10 * torch.finfo(dtype).eps)
+    assert acc == pytest.approx((logits.argmax(-1) == y).double().mean().item())
 
 
 def test_reference_rejects_foreign_samples() -> None:
