@@ -152,7 +152,9 @@ class FedGameModel(mesa.Model):
         """
         ids = np.asarray(plan.client_ids, dtype=np.int64)
         charges = charge_columns(plan.charges)
-        keep = charges.free | charges.same_as(self.table.priced[ids])
+        keep = charges.same_as(self.table.priced, ids) | charges.free
+        if keep.all():
+            return keep
         for j in np.flatnonzero(~keep).tolist():
             cid = int(ids[j])
             after = self.ledger.epsilon_if(cid, charges[j])

@@ -102,11 +102,12 @@ class Charges(Sequence[Charge]):
     def free(self) -> np.ndarray:
         return self.noise == "none"
 
-    def same_as(self, other: Charges) -> np.ndarray:
-        """Element-wise equality with ``other`` (what ``Charge.__eq__`` compares)."""
+    def same_as(self, other: Charges, rows: np.ndarray | None = None) -> np.ndarray:
+        """Element-wise equality with ``other`` (or its ``rows``), as ``Charge.__eq__``."""
         same = np.ones(len(self), dtype=bool)
         for f in _CHARGE_FIELDS:
-            same &= getattr(self, f) == getattr(other, f)
+            theirs = getattr(other, f)
+            same &= getattr(self, f) == (theirs if rows is None else theirs[rows])
         return same
 
     def __len__(self) -> int:
