@@ -63,9 +63,13 @@ def accuracy_and_loss(
     for lo in range(0, n, batch_size):
         logits = functional_call(module, params, (x[lo : lo + batch_size],))
         yb = y[lo : lo + batch_size]
+        if logits._base is not None:  # a view of the input or a parameter: work on a copy
+            logits = logits.clone()
         top, predicted = logits.max(dim=-1)
-        lse = _shifted_lse(logits, top.unsqueeze(-1))
-        loss = (lse - logits.gather(-1, yb.unsqueeze(-1)).squeeze(-1)).sum()
+        picked = logits.gather(-1, yb.unsqueeze(-1)).squeeze(-1)
+        # logsumexp as ``_shifted_lse``, in place on the logits (no [n, classes] temporaries)
+        terms = logits.sub_(top.unsqueeze(-1)).clamp_min_(EXP_FLOOR).exp_().sum(dim=-1)
+        loss = (top + terms.log() - picked).sum()
         totals += torch.stack([loss.double(), (predicted == yb).sum().double()])
     total_loss, correct = totals.tolist()  # one device sync per evaluation
     return correct / n, total_loss / n
