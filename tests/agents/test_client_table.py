@@ -1,0 +1,148 @@
+"""The struct-of-arrays client state, its lazy views and the batched plug-in paths."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fedgame.agents.client import ClientAgent
+from fedgame.mechanisms.policy.always import AlwaysParticipate
+from fedgame.model import FedGameModel
+from fedgame.privacy.base import Charge, Charges
+from fedgame.privacy.gaussian import ClassicGaussian
+from fedgame.privacy.ledger import PrivacyLedger
+from fedgame.run.single import simulate, tables
+from fedgame.scenario.load import validate
+from fedgame.views import MarketView, Offer, Response, Responses, RoundInfo, column_of, ids_of
+
+
+def _fields(response: Response) -> tuple:
+    """A response's fields with NaN made comparable."""
+    return tuple(
+        "nan" if isinstance(v, float) and math.isnan(v) else v
+        for v in dataclasses.astuple(response)
+    )
+
+
+def test_agents_read_and_write_their_table_row(tiny):
+    model = FedGameModel(validate(tiny))
+    agent = model.clients[2]
+    assert agent.dataset_size == int(model.table.dataset_size[2])
+    agent.privacy_value = 7.5
+    assert model.table.privacy_value[2] == 7.5
+    assert agent.view().privacy_value == 7.5  # the cached view was dropped
+    model.step()
+    assert agent.epsilon_spent == model.table.epsilon_spent[2]
+    assert isinstance(agent.selected, bool) and isinstance(agent.epsilon_spent, float)
+    assert model.agents_by_type[ClientAgent][2] is agent
+
+
+def test_views_follow_the_table_after_each_round(tiny):
+    model = FedGameModel(validate(tiny))
+    for _ in range(3):
+        model.step()
+        views = model.table.views()
+        assert [v.epsilon_spent for v in views] == model.table.epsilon_spent.tolist()
+        assert [v.participations for v in views] == model.table.participations.tolist()
+        np.testing.assert_array_equal(views.column("epsilon_spent"), model.table.epsilon_spent)
+        np.testing.assert_array_equal(ids_of(views), np.arange(len(views)))
+        sub = views[np.array([3, 1])]
+        assert [v.client_id for v in sub] == [3, 1]
+        assert sub[1] is views[1]  # one cached object per client
+
+
+def test_datacollector_gives_mesa_frame_and_tidy_table(tiny):
+    model = FedGameModel(validate(tiny))
+    for _ in range(2):
+        model.step()
+    frame = model.datacollector.get_agenttype_vars_dataframe(ClientAgent)
+    assert frame.index.names == ["Step", "AgentID"]
+    assert len(frame) == 2 * len(model.clients)
+    ids = frame.xs(1, level="Step").index.to_numpy()
+    np.testing.assert_array_equal(ids, [c.unique_id for c in model.clients])
+    rounds, clients = tables(model)
+    assert len(rounds) == 2
+    assert list(clients["round"].unique()) == [1, 2]
+    pd.testing.assert_series_equal(
+        clients["epsilon_spent"].reset_index(drop=True),
+        frame["epsilon_spent"].reset_index(drop=True),
+    )
+
+
+def test_batched_respond_all_gives_the_same_run_as_per_client_respond(tiny, monkeypatch):
+    batched = simulate(validate(tiny))
+    monkeypatch.delattr(AlwaysParticipate, "respond_all")
+    looped = simulate(validate(tiny))
+    pd.testing.assert_frame_equal(batched.clients, looped.clients)
+
+
+def test_batched_next_charges_give_the_same_run_as_next_charge(tiny, monkeypatch):
+    batched = simulate(validate(tiny))
+    monkeypatch.delattr(ClassicGaussian, "next_charges")
+    looped = simulate(validate(tiny))
+    pd.testing.assert_frame_equal(batched.clients, looped.clients)
+
+
+def test_respond_all_matches_respond_for_each_client(tiny):
+    model = FedGameModel(validate(tiny))
+    for _ in range(4):
+        model.step()
+    views = model.table.views()
+    market = MarketView(views, RoundInfo(5, 10, len(views)))
+    policy = AlwaysParticipate(None)
+    batch = policy.respond_all(Offer(), clients=views, market=market)
+    want = [policy.respond(Offer(), me=v, market=market) for v in views]
+    assert [_fields(r) for r in batch] == [_fields(r) for r in want]
+    assert not all(r.participate for r in want) and any(r.participate for r in want)
+
+
+@given(
+    eps=st.lists(st.floats(0.01, 10.0), min_size=1, max_size=12),
+    free=st.lists(st.booleans(), min_size=12, max_size=12),
+)
+def test_charges_round_trip_and_compare(eps, free):
+    objs = [Charge() if f else Charge("gaussian", e, 1e-6, 2.0) for e, f in zip(eps, free)]
+    cols = Charges.of(objs)
+    assert list(cols) == objs
+    np.testing.assert_array_equal(cols.free, [c.free for c in objs])
+    assert cols.same_as(Charges.of(objs)).all()
+    other = Charges.of([Charge("gaussian", e + 1.0, 1e-6, 2.0) for e in eps])
+    np.testing.assert_array_equal(cols.same_as(other), [False] * len(objs))
+
+
+@pytest.mark.parametrize("kind", ["basic", "rdp"])
+@given(
+    steps=st.lists(
+        st.tuples(st.integers(0, 5), st.floats(0.05, 2.0), st.booleans()), min_size=1, max_size=8
+    )
+)
+def test_batched_ledger_matches_per_client_ledger(kind, steps):
+    deltas = np.full(6, 1e-5)
+    batched, single = PrivacyLedger(kind, deltas), PrivacyLedger(kind, deltas)
+    for cid, eps, free in steps:
+        z = 1.0 / eps
+        charge = Charge() if free else Charge("gaussian", eps, 1e-7, noise_multiplier=z)
+        ids = np.array([cid, (cid + 1) % 6])
+        batched.charge_many(ids, [charge, charge])
+        for i in ids.tolist():
+            single.charge(i, charge)
+        everyone = np.arange(6)
+        want = [single.epsilon(i) for i in range(6)]
+        np.testing.assert_allclose(batched.epsilon_many(everyone), want, rtol=1e-12)
+        after = batched.epsilon_if_many(everyone, [charge] * 6)
+        np.testing.assert_allclose(after, [single.epsilon_if(i, charge) for i in range(6)])
+
+
+def test_responses_columns_and_objects_agree():
+    objs = [Response(4, True, epsilon=0.5), Response(1, False, reason="budget")]
+    cols = Responses.of(objs)
+    assert [_fields(r) for r in cols] == [_fields(r) for r in objs]
+    np.testing.assert_array_equal(ids_of(cols), [4, 1])
+    assert column_of(cols, "participate", bool).tolist() == [True, False]
+    assert math.isnan(cols[np.array([False, True])][0].epsilon)
