@@ -7,6 +7,7 @@ carried here with neutral defaults so every family speaks the same types.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -200,9 +201,9 @@ class Responses(Sequence[Response]):
         n = len(ids)
         self._ids = np.asarray(ids, dtype=np.int64)
         self.participate = np.broadcast_to(np.asarray(participate, dtype=bool), (n,))
-        self.epsilon = _full(epsilon, n, float("nan"), float)
-        self.rho = _full(rho, n, float("nan"), float)
-        self.reason = _full(reason, n, "", object)
+        self.epsilon = as_column(epsilon, n, float, math.nan)
+        self.rho = as_column(rho, n, float, math.nan)
+        self.reason = as_column(reason, n, object, "")
 
     @classmethod
     def of(cls, responses: Sequence[Response]) -> Responses:
@@ -255,10 +256,11 @@ class Responses(Sequence[Response]):
         return (self[i] for i in range(len(self)))
 
 
-def _full(values: Any, n: int, default: Any, dtype: Any) -> np.ndarray:
-    if values is None:
-        return np.full(n, default, dtype=dtype)
-    return np.broadcast_to(np.asarray(values, dtype=dtype), (n,))
+def as_column(values: Any, n: int, dtype: Any, default: Any = None) -> np.ndarray:
+    """``values`` (``default`` when None) as an ``[n]`` array: no copy when it already is
+    one, a read-only broadcast when it is a scalar."""
+    array: np.ndarray = np.asarray(default if values is None else values, dtype=dtype)
+    return array if array.shape == (n,) else np.broadcast_to(array, (n,))
 
 
 class UniformProbabilities(Mapping[int, float]):

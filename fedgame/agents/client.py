@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import mesa
 
-from fedgame.agents.table import CLIENT_COLUMNS, ClientTable
+from fedgame.agents.table import CLIENT_COLUMNS, STATIC_COLUMNS, ClientTable
 from fedgame.views import ClientView, MarketView, Offer, Response, Responses
 
 if TYPE_CHECKING:
@@ -31,7 +31,8 @@ class _Column:
     def __set__(self, agent: Any, value: Any) -> None:
         getattr(agent.table, self.name)[agent.client_id] = value
         agent.table.invalidate(agent.client_id)
-        agent.table.static_changed()
+        if self.name in STATIC_COLUMNS:
+            agent.table.static_changed()
 
 
 class ClientAgent(mesa.Agent):

@@ -65,7 +65,7 @@ ROUND_DEFAULTS: dict[str, Any] = {
 }
 
 #: attributes that stay fixed during a run unless a user overwrites them
-_STATIC: dict[str, Any] = {
+STATIC_COLUMNS: dict[str, Any] = {
     "dataset_size": np.int64,
     "emd": float,
     "privacy_value": float,
@@ -117,7 +117,7 @@ class ClientTable:
         n = len(population.dataset_size)
         self.size = n
         self.client_id = np.arange(n, dtype=np.int64)
-        for name, kind in _STATIC.items():
+        for name, kind in STATIC_COLUMNS.items():
             setattr(self, name, np.array(getattr(population, name), dtype=kind).reshape(n))
         self.label_counts = np.asarray(population.label_counts, dtype=np.int64).reshape(n, -1)
         self._label_tuples = [tuple(row) for row in self.label_counts.tolist()]
@@ -165,7 +165,7 @@ class ClientTable:
         """
         block = {}
         for name in columns:
-            if name in _STATIC or name == "client_id":
+            if name in STATIC_COLUMNS or name == "client_id":
                 copy = self._static_copies.get(name)
                 if copy is None:
                     copy = self._static_copies[name] = self.column(name).copy()

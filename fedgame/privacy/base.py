@@ -21,7 +21,7 @@ from typing import Literal, Protocol, overload
 import numpy as np
 import torch
 
-from fedgame.views import ClientView, Response, RoundInfo
+from fedgame.views import ClientView, Response, RoundInfo, as_column
 
 Placement = Literal["none", "local", "central", "distributed"]
 NoiseFamily = Literal["none", "gaussian", "subsampled_gaussian", "laplace"]
@@ -79,13 +79,13 @@ class Charges(Sequence[Charge]):
     ) -> None:
         arrays = [np.asarray(v) for v in (epsilon, delta, noise_multiplier, sample_rate, steps)]
         n = size if size is not None else max((a.size for a in arrays if a.ndim), default=1)
-        self.noise = _column(noise, n, _NOISE_DTYPE)
-        self.epsilon = _column(epsilon, n, float)
-        self.delta = _column(delta, n, float)
-        self.noise_multiplier = _column(noise_multiplier, n, float)
-        self.sample_rate = _column(sample_rate, n, float)
-        self.steps = _column(steps, n, np.int64)
-        self.rho = _column(rho, n, float)
+        self.noise = as_column(noise, n, _NOISE_DTYPE)
+        self.epsilon = as_column(epsilon, n, float)
+        self.delta = as_column(delta, n, float)
+        self.noise_multiplier = as_column(noise_multiplier, n, float)
+        self.sample_rate = as_column(sample_rate, n, float)
+        self.steps = as_column(steps, n, np.int64)
+        self.rho = as_column(rho, n, float)
 
     @classmethod
     def of(cls, charges: Sequence[Charge]) -> Charges:
@@ -155,12 +155,6 @@ class Charges(Sequence[Charge]):
             np.ones(n, dtype=np.int64),
             np.zeros(n),
         )
-
-
-def _column(values: object, n: int, dtype: type | np.dtype) -> np.ndarray:
-    """``values`` as an ``[n]`` array: no copy when it is one, a read-only broadcast if scalar."""
-    array: np.ndarray = np.asarray(values, dtype=dtype)
-    return array if array.shape == (n,) else np.broadcast_to(array, (n,))
 
 
 def charge_columns(charges: Sequence[Charge]) -> Charges:
