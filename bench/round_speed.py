@@ -3,15 +3,19 @@
 Setting: N clients (default 1000), K selected per round (default 100), multinomial logistic
 regression on MNIST-1D shaped data (40 features, 10 classes; the ``mnist1d`` dataset when it is
 available, else random data of that shape), 5 local SGD steps of batch 32, then each client's
-update is clipped to L2 norm 1 and gets its own Gaussian noise N(0, sigma_k^2 I), and the
-server averages and applies the updates.
+update is clipped to L2 norm 1 and gets its own Gaussian noise N(0, sigma_k^2 I), the
+server averages and applies the updates, and the global model is evaluated on the 10 000
+held-out test samples (the learner's per-round work, as in every fedgame round).
 
 Columns:
   (a) fedgame end to end (``FedGameModel.step()``: agents, accounting, DataCollector),
-  (b) the batched learner alone (``BatchedLearner.train`` + batched clip/noise/aggregate),
+  (b) the batched learner alone (``BatchedLearner.train`` + batched clip/noise/aggregate +
+      ``BatchedLearner.evaluate``),
   (c) the reference sequential loop (``fedgame.learning.reference.sequential_train`` + a
-      per-client clip/noise loop), from the same batch indices,
-and the speed-up (c)/(b).
+      per-client clip/noise loop + a plain forward pass over the test set), from the same
+      batch indices,
+and the ratios (c)/(b) and (a)/(b). The last line also gives (a)/(b) with (b)'s evaluation
+taken out (then (a)'s evaluation counts as overhead).
 
 Usage: ``python bench/round_speed.py [--threads N] [--rounds R] [--warmup W] [--device cpu]``
 """
@@ -24,6 +28,8 @@ import time
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from torch.func import functional_call
 
 from fedgame.learning.batched import BatchedLearner, clip_scale
 from fedgame.learning.models import LogReg, init_parameters
@@ -31,8 +37,9 @@ from fedgame.learning.reference import sequential_train
 from fedgame.learning.settings import TrainingSettings
 
 
-def load_data(num_train: int, *, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
-    """MNIST-1D when its generator exists, else random data of the same shape."""
+def load_data(num_train: int, *, seed: int) -> tuple[np.ndarray, ...]:
+    """``(x_train, y_train, x_test, y_test, source)``: MNIST-1D with the split (a) uses (80 %
+    train, 20 % test), else random data of the same shapes."""
     rng = np.random.default_rng(seed)
     try:
         from fedgame.data.mnist1d import Mnist1D
@@ -40,10 +47,12 @@ def load_data(num_train: int, *, seed: int) -> tuple[np.ndarray, np.ndarray, str
         ds = Mnist1D(Mnist1D.Config(num_samples=int(num_train / 0.8) + 10)).load(
             rng=rng, num_clients=1
         )
-        return ds.x_train[:num_train], ds.y_train[:num_train], "mnist1d"
+        return ds.x_train[:num_train], ds.y_train[:num_train], ds.x_test, ds.y_test, "mnist1d"
     except ImportError:
-        x = rng.standard_normal((num_train, 40)).astype(np.float32)
-        return x, rng.integers(0, 10, num_train), "random (40 features)"
+        num_test = num_train // 4
+        x = rng.standard_normal((num_train + num_test, 40)).astype(np.float32)
+        y = rng.integers(0, 10, num_train + num_test)
+        return x[:num_train], y[:num_train], x[num_train:], y[num_train:], "random (40 features)"
 
 
 def end_to_end_model(args: argparse.Namespace):
@@ -92,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    x, y, source = load_data(args.samples, seed=args.seed)
+    x, y, x_test, y_test, source = load_data(args.samples, seed=args.seed)
     rng = np.random.default_rng(args.seed + 1)
     client_indices = np.array_split(rng.permutation(len(y)), args.clients)
     settings = TrainingSettings(local_steps=5, batch_size=32, lr=0.05, device=args.device)
@@ -105,8 +114,8 @@ def main() -> None:
         params=params,
         x_train=x,
         y_train=y,
-        x_test=x[:1000],
-        y_test=y[:1000],
+        x_test=x_test,
+        y_test=y_test,
         client_indices=client_indices,
         settings=settings,
         device=args.device,
@@ -125,8 +134,21 @@ def main() -> None:
         noise = torch.randn(u.shape, generator=gen).to(u.device)
         u = u + sigma[ids].to(u.device)[:, None] * noise
         learner.apply_update(u.mean(dim=0))
+        start = time.perf_counter()
+        learner.evaluate()
+        batched_eval_times.append(time.perf_counter() - start)
 
+    batched_eval_times: list[float] = []
     x_t, y_t = torch.from_numpy(x), torch.from_numpy(y)
+    x_test_t, y_test_t = torch.from_numpy(x_test), torch.from_numpy(y_test).long()
+
+    @torch.no_grad()
+    def plain_evaluate() -> tuple[float, float]:
+        """Test accuracy and loss the usual way: one forward pass and ``F.cross_entropy``."""
+        logits = functional_call(module, learner.layout.unflatten(learner.global_params), x_test_t)
+        loss = F.cross_entropy(logits, y_test_t)
+        accuracy = (logits.argmax(dim=1) == y_test_t).float().mean()
+        return float(accuracy), float(loss)
 
     def round_sequential(t: int) -> None:
         ids = selections[t]
@@ -150,6 +172,7 @@ def main() -> None:
             u = u + float(sigma[cid]) * torch.randn(u.shape, generator=gen)
             total += u
         learner.apply_update(total / len(ids))
+        plain_evaluate()
 
     model = end_to_end_model(args)
 
@@ -188,6 +211,8 @@ def main() -> None:
     print(f"{'(c) sequential per-client loop':<34}{c:>10.4f}")
     print(f"{'speed-up (c)/(b)':<34}{c / b:>9.1f}x   (target >= 8x)")
     print(f"{'overhead (a)/(b)':<34}{a / b:>9.2f}x   (target <= 1.3x)")
+    b_train = b - float(np.median(batched_eval_times[-args.rounds :]))
+    print(f"{'(a)/(b without its evaluation)':<34}{a / b_train:>9.2f}x   (evaluation as overhead)")
 
 
 if __name__ == "__main__":

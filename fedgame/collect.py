@@ -9,7 +9,10 @@
 from __future__ import annotations
 
 import math
+import types
 from collections.abc import Callable, Iterable
+from copy import deepcopy
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import mesa
@@ -20,6 +23,8 @@ from fedgame.agents.table import CLIENT_COLUMNS, ClientTable
 
 if TYPE_CHECKING:
     from fedgame.model import FedGameModel
+
+_SCALARS = (int, float, bool, str, type(None), np.number, np.bool_)
 
 ROUND_COLUMNS = (
     "test_accuracy",
@@ -65,7 +70,7 @@ def round_summary(m: FedGameModel) -> dict[str, Any]:
     return {
         "test_accuracy": m.test_accuracy,
         "test_loss": m.test_loss,
-        "train_loss": float(losses.mean()) if losses.size else math.nan,
+        "train_loss": float(losses.sum()) / losses.size if losses.size else math.nan,
         "participants": int(t.participating.sum()),
         "selected": len(selected),
         "uploaded": int(m.state.uploaded.sum()),
@@ -73,7 +78,7 @@ def round_summary(m: FedGameModel) -> dict[str, Any]:
         "failed_links": m.state.failed_links,
         "active_clients": int((t.epsilon_after_next <= t.epsilon_total * (1 + 1e-9)).sum()),
         "epsilon_spent_min": float(eps.min()),
-        "epsilon_spent_mean": float(eps.mean()),
+        "epsilon_spent_mean": float(eps.sum()) / eps.size,
         "epsilon_spent_max": float(eps.max()),
         "reward_total": float(sum(m.payments.values())),
         "aggregation_failed": m.state.aggregation_failed,
@@ -99,10 +104,29 @@ class ClientTableCollector(mesa.DataCollector):
         self._agent_ids: np.ndarray | None = None
 
     def collect(self, model: Any) -> None:
-        super().collect(model)
+        if not getattr(self, "_validated", False):  # Mesa validates reporters on first use
+            super().collect(model)
+        else:
+            self._collect_model_vars(model)
         if self._agent_ids is None:
             self._agent_ids = np.array([c.unique_id for c in model.clients], dtype=np.int64)
         self._client_blocks[model.steps] = self.table.snapshot(self.client_columns)
+
+    def _collect_model_vars(self, model: Any) -> None:
+        """Mesa's model-reporter step; scalars are stored as they are (Mesa deep-copies
+        every value, which only matters for mutable ones)."""
+        for var, reporter in self.model_reporters.items():
+            if isinstance(reporter, str):
+                value = getattr(model, reporter, None)
+            elif isinstance(reporter, list):
+                value = reporter[0](*reporter[1])
+            elif isinstance(reporter, types.LambdaType | partial):
+                value = reporter(model)
+            else:
+                value = reporter()
+            if not isinstance(value, _SCALARS):
+                value = deepcopy(value)
+            self.model_vars[var].append(value)
 
     def client_frame(self) -> pd.DataFrame:
         """One row per recorded round x client: ``round`` then the client columns."""

@@ -222,7 +222,7 @@ class FedGameModel(mesa.Model):
         ids = np.flatnonzero(eligible)
         if len(ids) == 0:
             return
-        views = table.views(ids)
+        views = table.views() if len(ids) == len(table) else table.views(ids)
         batch = getattr(self.policy, "respond_all", None)
         if batch is not None:
             responses = batch(offer, clients=views, market=market)

@@ -12,6 +12,7 @@ Stream names in use: ``population``, ``data``, ``partition``, ``topology``, ``se
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -28,7 +29,13 @@ def _word(part: str | int) -> int:
         if value < 0:
             raise ValueError(f"seed keys must be non-negative, got {value}")
         return value
-    digest = hashlib.blake2b(str(part).encode(), digest_size=4).digest()
+    return _name_word(str(part))
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_word(name: str) -> int:
+    """``_word`` of a stream name: the first 4 bytes of its BLAKE2b digest (cached)."""
+    digest = hashlib.blake2b(name.encode(), digest_size=4).digest()
     return int.from_bytes(digest, "little")
 
 

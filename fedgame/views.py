@@ -66,11 +66,12 @@ class ClientViews(Sequence[ClientView]):
     for the round it was handed out in.
     """
 
-    __slots__ = ("_ids", "_table")
+    __slots__ = ("_everyone", "_ids", "_table")
 
-    def __init__(self, table: Any, ids: np.ndarray) -> None:
+    def __init__(self, table: Any, ids: np.ndarray, *, everyone: bool = False) -> None:
         self._table = table
         self._ids = ids
+        self._everyone = everyone  # ids == arange(len(table)): columns are plain copies
 
     @property
     def ids(self) -> np.ndarray:
@@ -79,7 +80,8 @@ class ClientViews(Sequence[ClientView]):
 
     def column(self, name: str) -> np.ndarray:
         """The ``ClientView`` field ``name`` of every client here, as an array (a copy)."""
-        return self._table.column(name)[self._ids]
+        column = self._table.column(name)
+        return column.copy() if self._everyone else column[self._ids]
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -200,7 +202,7 @@ class Responses(Sequence[Response]):
     ) -> None:
         n = len(ids)
         self._ids = np.asarray(ids, dtype=np.int64)
-        self.participate = np.broadcast_to(np.asarray(participate, dtype=bool), (n,))
+        self.participate = as_column(participate, n, bool)
         self.epsilon = as_column(epsilon, n, float, math.nan)
         self.rho = as_column(rho, n, float, math.nan)
         self.reason = as_column(reason, n, object, "")
@@ -258,28 +260,39 @@ class Responses(Sequence[Response]):
 
 def as_column(values: Any, n: int, dtype: Any, default: Any = None) -> np.ndarray:
     """``values`` (``default`` when None) as an ``[n]`` array: no copy when it already is
-    one, a read-only broadcast when it is a scalar."""
+    one, filled with the value when it is a scalar."""
     array: np.ndarray = np.asarray(default if values is None else values, dtype=dtype)
-    return array if array.shape == (n,) else np.broadcast_to(array, (n,))
+    if array.shape == (n,):
+        return array
+    if array.size == 1:
+        return np.full(n, array.reshape(()), dtype=array.dtype)  # faster than a broadcast
+    raise ValueError(f"expected {n} values or one, got shape {array.shape}")
 
 
 class UniformProbabilities(Mapping[int, float]):
     """``{client id: p}`` for every candidate, without building a dict (sorted ``ids``)."""
 
-    __slots__ = ("_ids", "_p")
+    __slots__ = ("_ids", "_p", "_sorted")
 
     def __init__(self, ids: np.ndarray, p: float) -> None:
-        self._ids = np.sort(np.asarray(ids, dtype=np.int64))
+        self._ids = np.asarray(ids, dtype=np.int64)
         self._p = float(p)
+        self._sorted = False  # sorted on first lookup (the model itself never reads it)
+
+    def _sorted_ids(self) -> np.ndarray:
+        if not self._sorted:
+            self._ids, self._sorted = np.sort(self._ids), True
+        return self._ids
 
     def __getitem__(self, client_id: int) -> float:
-        j = int(np.searchsorted(self._ids, client_id))
-        if j < len(self._ids) and self._ids[j] == client_id:
+        ids = self._sorted_ids()
+        j = int(np.searchsorted(ids, client_id))
+        if j < len(ids) and ids[j] == client_id:
             return self._p
         raise KeyError(client_id)
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._ids.tolist())
+        return iter(self._sorted_ids().tolist())
 
     def __len__(self) -> int:
         return len(self._ids)

@@ -142,9 +142,8 @@ class ClientTable:
         """Give every per-round column (and the plug-in columns) its starting value."""
         for name, value in ROUND_DEFAULTS.items():
             column = getattr(self, name)
-            if name == "link_up":
-                down = np.flatnonzero(~column)
-                self.invalidate(down)  # ``reachable`` shows in their views
+            if name == "link_up" and not column.all():
+                self.invalidate(np.flatnonzero(~column))  # ``reachable`` shows in their views
             column.fill(value)
         for column in self.extra.values():
             column.fill(math.nan)
@@ -193,7 +192,7 @@ class ClientTable:
     def views(self, ids: np.ndarray | Sequence[int] | None = None) -> ClientViews:
         """A lazy sequence of views of ``ids`` (default: every client), with column access."""
         if ids is None:
-            ids = self.client_id
+            return ClientViews(self, self.client_id, everyone=True)
         return ClientViews(self, np.asarray(ids, dtype=np.int64))
 
     def _make_view(self, i: int) -> ClientView:

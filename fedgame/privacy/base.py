@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, overload
+from typing import Any, Literal, Protocol, overload
 
 import numpy as np
 import torch
@@ -77,8 +77,9 @@ class Charges(Sequence[Charge]):
         *,
         size: int | None = None,
     ) -> None:
-        arrays = [np.asarray(v) for v in (epsilon, delta, noise_multiplier, sample_rate, steps)]
-        n = size if size is not None else max((a.size for a in arrays if a.ndim), default=1)
+        if size is None:
+            size = _common_length(epsilon, delta, noise_multiplier, sample_rate, steps, rho, noise)
+        n = size
         self.noise = as_column(noise, n, _NOISE_DTYPE)
         self.epsilon = as_column(epsilon, n, float)
         self.delta = as_column(delta, n, float)
@@ -155,6 +156,14 @@ class Charges(Sequence[Charge]):
             np.ones(n, dtype=np.int64),
             np.zeros(n),
         )
+
+
+def _common_length(*values: Any) -> int:
+    """Length of the array-valued arguments (1 when all are scalars)."""
+    for value in values:
+        if isinstance(value, np.ndarray) and value.ndim:
+            return len(value)
+    return max((np.asarray(v).size for v in values if np.ndim(v)), default=1)
 
 
 def charge_columns(charges: Sequence[Charge]) -> Charges:

@@ -151,11 +151,18 @@ class PrivacyLedger:
         if self.kind != "basic":
             return None
         cols = charge_columns(charges)
-        eps, delta, free = cols.epsilon, cols.delta, cols.free
-        by_multiplier = (cols.noise == "laplace") & (eps == 0.0)  # Laplace priced by z
-        if by_multiplier.any() or not ((eps >= 0) & (delta >= 0) & (delta <= 1)).all():
+        eps, delta = cols.epsilon, cols.delta
+        if len(eps) == 0:
+            return np.zeros((2, 0))
+        # (NaN fails every comparison, so it takes the validating path too)
+        if not (eps.min() >= 0 and delta.min() >= 0 and delta.max() <= 1):
             return None
-        steps = np.stack([eps, delta])
+        zero = eps == 0.0
+        if zero.any() and (zero & (cols.noise == "laplace")).any():  # Laplace priced by z
+            return None
+        steps = np.empty((2, len(eps)))
+        steps[0], steps[1] = eps, delta
+        free = cols.free
         if free.any():
             steps[:, free] = 0.0
         return steps

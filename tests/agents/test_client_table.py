@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import mesa
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fedgame.agents.client import ClientAgent
+from fedgame.collect import ClientTableCollector
 from fedgame.mechanisms.policy.always import AlwaysParticipate
 from fedgame.model import FedGameModel
 from fedgame.privacy.base import Charge, Charges
@@ -19,7 +21,17 @@ from fedgame.privacy.gaussian import ClassicGaussian
 from fedgame.privacy.ledger import PrivacyLedger
 from fedgame.run.single import simulate, tables
 from fedgame.scenario.load import validate
-from fedgame.views import MarketView, Offer, Response, Responses, RoundInfo, column_of, ids_of
+from fedgame.views import (
+    MarketView,
+    Offer,
+    Response,
+    Responses,
+    RoundInfo,
+    UniformProbabilities,
+    as_column,
+    column_of,
+    ids_of,
+)
 
 
 def _fields(response: Response) -> tuple:
@@ -146,3 +158,80 @@ def test_responses_columns_and_objects_agree():
     np.testing.assert_array_equal(ids_of(cols), [4, 1])
     assert column_of(cols, "participate", bool).tolist() == [True, False]
     assert math.isnan(cols[np.array([False, True])][0].epsilon)
+
+
+def test_batched_ledger_takes_the_checked_path_for_laplace_and_bad_values():
+    deltas = np.full(3, 1e-5)
+    batched, single = PrivacyLedger("basic", deltas), PrivacyLedger("basic", deltas)
+    laplace = Charge("laplace", epsilon=0.0, noise_multiplier=2.0)  # priced by its scale
+    ids = np.array([0, 2])
+    batched.charge_many(ids, [laplace, Charge("gaussian", 0.5, 1e-7)])
+    single.charge(0, laplace)
+    single.charge(2, Charge("gaussian", 0.5, 1e-7))
+    everyone = np.arange(3)
+    np.testing.assert_allclose(
+        batched.epsilon_many(everyone), [single.epsilon(i) for i in range(3)]
+    )
+    assert batched.epsilon_many(everyone)[0] == pytest.approx(0.5)  # 1/b for scale b = 2
+    for bad in (math.nan, -1.0):
+        with pytest.raises(ValueError, match="need epsilon >= 0"):
+            batched.charge_many(ids, [Charge("gaussian", bad, 1e-7)] * 2)
+    with pytest.raises(ValueError, match="delta in"):
+        batched.charge_many(ids, [Charge("gaussian", 0.1, 1.5)] * 2)
+    batched.charge_many(np.zeros(0, np.int64), Charges.empty(0))  # nothing released
+    np.testing.assert_allclose(
+        batched.epsilon_many(everyone), [single.epsilon(i) for i in range(3)]
+    )
+
+
+def test_as_column_fills_scalars_and_keeps_arrays():
+    values = np.arange(4.0)
+    assert as_column(values, 4, float) is values  # no copy
+    filled = as_column(None, 3, float, math.nan)
+    assert filled.shape == (3,) and np.isnan(filled).all()
+    filled[0] = 1.0  # a writable column, not a broadcast view
+    assert as_column(np.array([7]), 3, np.int64).tolist() == [7, 7, 7]
+    assert as_column("x", 2, object).tolist() == ["x", "x"]
+    with pytest.raises(ValueError, match="expected 3 values or one"):
+        as_column(np.arange(2.0), 3, float)
+    charges = Charges("gaussian", epsilon=np.array([0.1, 0.2]), delta=1e-6)
+    assert len(charges) == 2 and charges.delta.tolist() == [1e-6, 1e-6]
+    assert len(Charges(np.array(["none", "gaussian", "none"], dtype=object))) == 3
+    assert len(Charges("gaussian", epsilon=0.3)) == 1
+
+
+def test_every_client_views_give_column_copies(tiny):
+    model = FedGameModel(validate(tiny))
+    model.step()
+    everyone, listed = model.table.views(), model.table.views(np.arange(len(model.table)))
+    for name in ("epsilon_spent", "privacy_value", "reachable"):
+        np.testing.assert_array_equal(everyone.column(name), listed.column(name))
+    column = everyone.column("epsilon_spent")
+    column += 100.0
+    assert model.table.epsilon_spent.max() < 100.0  # the table is untouched
+    np.testing.assert_array_equal(everyone[np.array([2, 0])].ids, [2, 0])
+
+
+def test_uniform_probabilities_map_unsorted_ids():
+    probs = UniformProbabilities(np.array([9, 2, 5]), 0.25)
+    assert list(probs) == [2, 5, 9] and len(probs) == 3
+    assert probs[5] == 0.25 and dict(probs) == {2: 0.25, 5: 0.25, 9: 0.25}
+    with pytest.raises(KeyError):
+        probs[3]
+
+
+def test_collector_records_model_vars_as_mesa_does(tiny):
+    model = FedGameModel(validate(tiny))
+    plain = mesa.DataCollector(model_reporters=dict(model.datacollector.model_reporters))
+    for _ in range(3):
+        model.step()
+        plain.collect(model)
+    pd.testing.assert_frame_equal(
+        model.datacollector.get_model_vars_dataframe(), plain.get_model_vars_dataframe()
+    )
+    box = [1]
+    collector = ClientTableCollector(model_reporters={"box": lambda m: box}, table=model.table)
+    for value in (2, 3):
+        collector.collect(model)
+        box.append(value)  # a mutable value is stored as it was when collected
+    assert collector.model_vars["box"] == [[1], [1, 2]]

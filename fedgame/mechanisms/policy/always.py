@@ -45,6 +45,7 @@ class AlwaysParticipate:
             column_of(clients, "epsilon_total"),
         )
         eps = np.where(ok, column_of(clients, "epsilon_round"), np.nan)
-        reason = np.full(len(ok), "", dtype=object)
-        reason[~ok] = "budget"
+        reason = None  # all take part: no reasons
+        if not ok.all():
+            reason = np.where(ok, "", "budget").astype(object)
         return Responses(ids_of(clients), ok, eps, reason=reason)
