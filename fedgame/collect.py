@@ -64,7 +64,7 @@ def round_summary(m: FedGameModel) -> dict[str, Any]:
     """The round's row, computed from the client table's columns."""
     t = m.table
     eps = t.epsilon_spent
-    selected = np.asarray(m.state.selection.client_ids, dtype=np.int64)
+    selected = m.state.selected
     losses = t.train_loss[selected]
     losses = losses[np.isfinite(losses)]
     return {

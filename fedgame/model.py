@@ -57,6 +57,8 @@ class RoundState:
     views: ClientViews | None = None
     offer: Offer = field(default_factory=Offer)
     selection: Selection = field(default_factory=lambda: Selection(()))
+    #: ``selection.client_ids`` as an array (the clients that train, once the guard has run)
+    selected: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     local: LocalResult | None = None
     privacy: PrivacyPlan | None = None
     responses: Responses | None = None  # of the selected clients, aligned with the plan
@@ -142,7 +144,7 @@ class FedGameModel(mesa.Model):
         self.table.epsilon_after_next[ids] = self.ledger.epsilon_if_many(ids, charges)
         self.table.invalidate(ids)
 
-    def _affordable(self, plan: PrivacyPlan) -> np.ndarray:
+    def _affordable(self, plan: PrivacyPlan, ids: np.ndarray) -> np.ndarray:
         """Budget guard: may each planned release happen without passing the client's ε_total?
 
         Clients answered the offer knowing the price of their default release
@@ -150,7 +152,6 @@ class FedGameModel(mesa.Model):
         or ρ, a planner that re-planned), the release is re-priced here, and a client it would
         push past its budget withdraws (reason ``budget``) instead of training.
         """
-        ids = np.asarray(plan.client_ids, dtype=np.int64)
         charges = charge_columns(plan.charges)
         keep = charges.same_as(self.table.priced, ids) | charges.free
         if keep.all():
@@ -240,16 +241,15 @@ class FedGameModel(mesa.Model):
         selection = self.server.select(candidates, self.state.info)
         ids = np.asarray(selection.client_ids, dtype=np.int64)
         self.table.selected[ids] = True
-        self.state.selection = selection
+        self.state.selection, self.state.selected = selection, ids
 
     def phase_train(self) -> None:
         """5. Batched local training of every selected client (under the privacy plan)."""
-        ids = list(self.state.selection.client_ids)
-        if not ids:
+        if len(self.state.selected) == 0:
             return
-        plan, responses = self._plan_privacy(np.asarray(ids, dtype=np.int64))
-        ids = list(plan.client_ids)
-        if not ids:
+        plan, responses = self._plan_privacy(self.state.selected)
+        ids = self.state.selected
+        if len(ids) == 0:
             return
         self.state.privacy, self.state.responses = plan, responses
         gen = self.plan.torch_generator("training", self.state.info.round, device=self.world.device)
@@ -259,15 +259,21 @@ class FedGameModel(mesa.Model):
         self.table.train_loss[ids] = self.state.local.train_loss.detach().cpu().numpy()
 
     def _plan_privacy(self, ids: np.ndarray) -> tuple[PrivacyPlan, Responses]:
-        """The privacy plan of the selected ``ids``, without those the budget guard withdrew."""
+        """The privacy plan of the selected ``ids``, without those the budget guard withdrew.
+
+        Leaves ``state.selected`` (and ``state.selection``) at the clients that train.
+        """
         while True:
             responses = self.table.responses(ids)
             plan = self.privacy.plan(self.table.views(ids), responses, info=self.state.info)
-            keep = self._affordable(plan)
+            if not np.array_equal(np.asarray(plan.client_ids, dtype=np.int64), ids):
+                raise RuntimeError("privacy plan covers other clients than were selected")
+            keep = self._affordable(plan, ids)
             if keep.all():
                 return plan, responses
             # re-plan without the withdrawn (mechanism state stays aligned)
             ids = ids[keep]
+            self.state.selected = ids
             self.state.selection = dataclasses.replace(
                 self.state.selection, client_ids=tuple(ids.tolist())
             )
@@ -280,18 +286,18 @@ class FedGameModel(mesa.Model):
         assert plan is not None  # phase_train sets the plan whenever it sets ``local``
         gen = self.plan.torch_generator("noise", self.state.info.round, device=self.world.device)
         self.state.updates = self.privacy.privatise(self.state.local.updates, plan, generator=gen)
-        self.table.noise_std[list(plan.client_ids)] = plan.noise_std
+        self.table.noise_std[self.state.selected] = plan.noise_std
 
     def phase_upload(self) -> None:
         """7. Stragglers miss the deadline; their updates never arrive."""
-        ids = np.asarray(self.state.selection.client_ids, dtype=np.int64)
+        ids = self.state.selected
         self.state.uploaded = ~self.table.straggled[ids]
         self.table.uploaded[ids] = self.state.uploaded
 
     def phase_aggregate(self) -> None:
         """8. Combine the received updates, update the global model, evaluate."""
         if self.state.updates is not None and self.state.uploaded.any():
-            selected = np.asarray(self.state.selection.client_ids, dtype=np.int64)
+            selected = self.state.selected
             ok = self.state.uploaded
             ids = selected[ok]
             received = self.state.updates if ok.all() else self.state.updates[torch.from_numpy(ok)]
@@ -334,7 +340,7 @@ class FedGameModel(mesa.Model):
         delivered: Sequence[Response] = ()
         if plan is not None and self.state.responses is not None:
             sent = self.state.uploaded
-            ids = np.asarray(plan.client_ids, dtype=np.int64)[sent]
+            ids = self.state.selected[sent]
             charges = charge_columns(plan.charges)
             if not sent.all():
                 charges = charges[sent]

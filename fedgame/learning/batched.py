@@ -142,7 +142,11 @@ class BatchedLearner:
         return accuracy_and_loss(self.module, params, self.x_test, self.y_test, batch_size=bs)
 
     def sample_batches(
-        self, client_ids: Sequence[int], *, round_index: int, generator: torch.Generator
+        self,
+        client_ids: Sequence[int] | np.ndarray,
+        *,
+        round_index: int,
+        generator: torch.Generator,
     ) -> Batches:
         """This round's sample indices for ``client_ids`` (``round_index`` is for callers' logs).
 
@@ -168,7 +172,7 @@ class BatchedLearner:
 
     def train(
         self,
-        client_ids: Sequence[int],
+        client_ids: Sequence[int] | np.ndarray,
         *,
         round_index: int,
         generator: torch.Generator,

@@ -42,6 +42,9 @@ class Outcome:
 
 OnDone = Callable[[Outcome], None]
 
+#: seconds to wait for the futures of a broken process pool to be failed by the pool
+BROKEN_POOL_WAIT_S = 30.0
+
 
 #: thread-pool sizes for worker processes: one thread each, or workers oversubscribe the cores
 SINGLE_THREAD_ENV = {
@@ -130,33 +133,80 @@ class LocalExecutor:
         pending = deque(runs)
         context = multiprocessing.get_context("spawn")
         while pending:
-            with (
-                single_threaded_env(),
-                ProcessPoolExecutor(
+            with single_threaded_env():
+                pool = ProcessPoolExecutor(
                     max_workers=min(self.workers, len(pending)),
                     mp_context=context,
                     initializer=init_worker,
-                ) as pool,
-            ):
-                inflight: dict[Any, SweepRun] = {}
-                broken = False
-                while (pending or inflight) and not broken:
-                    while pending and len(inflight) < self.workers:
-                        run = pending.popleft()
-                        inflight[pool.submit(execute, run)] = run
-                    done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        run = inflight.pop(future)
-                        try:
-                            on_done(future.result())
-                        except BrokenProcessPool:
-                            broken = True
-                            on_done(failed(run, "worker process died while running"))
-                for run in inflight.values():
-                    on_done(failed(run, "worker process died while running"))
+                )
+            try:
+                lost = self._drain(pool, pending, on_done)
+            except BaseException:
+                _stop(pool)
+                raise
+            if lost is None:
+                pool.shutdown(wait=True)
+                continue
+            _stop(pool)
+            for run in lost:
+                on_done(failed(run, "worker process died while running"))
+
+    def _drain(
+        self, pool: ProcessPoolExecutor, pending: deque[SweepRun], on_done: OnDone
+    ) -> list[SweepRun] | None:
+        """Keep ``workers`` runs in flight until ``pending`` is empty (returns None) or the
+        pool breaks (returns the runs lost with it; one not yet submitted stays pending)."""
+        inflight: dict[Any, SweepRun] = {}
+        while pending or inflight:
+            while pending and len(inflight) < self.workers:
+                run = pending.popleft()
+                try:  # workers start on submit, so a worker killed as it starts fails here
+                    inflight[pool.submit(execute, run)] = run
+                except (BrokenProcessPool, OSError):
+                    pending.appendleft(run)
+                    _stop(pool)
+                    return self._settle(inflight, on_done)
+            done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+            if any(isinstance(f.exception(), BrokenProcessPool) for f in done):
+                return self._settle(inflight, on_done)
+            for future in done:
+                _report(future, inflight.pop(future), on_done)
+        return None
+
+    @staticmethod
+    def _settle(inflight: dict[Any, SweepRun], on_done: OnDone) -> list[SweepRun]:
+        """After the pool broke: report the runs that finished anyway, return the lost ones."""
+        wait(inflight, timeout=BROKEN_POOL_WAIT_S)  # a broken pool fails its futures at once
+        lost = []
+        for future, run in inflight.items():
+            if not future.done() or isinstance(future.exception(), BrokenProcessPool):
+                lost.append(run)
+            else:
+                _report(future, run, on_done)
+        return lost
 
     def close(self) -> None:
         pass
+
+
+def _report(future: Any, run: SweepRun, on_done: OnDone) -> None:
+    """Hand a finished future's outcome to ``on_done`` (a result that could not come back,
+    e.g. one that fails to unpickle, is a failed run)."""
+    exc = future.exception()
+    on_done(failed(run, f"{type(exc).__name__}: {exc}") if exc else future.result())
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Shut a (possibly broken) pool down without waiting on a worker that will never finish.
+
+    A worker started just as another died can be missed by the pool's own clean-up, which
+    then waits for it forever; killing every worker first makes the shutdown return.
+    """
+    processes = getattr(pool, "_processes", None) or {}  # no public way to reach the workers
+    for process in list(processes.values()):
+        if process.is_alive():
+            process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 class RayExecutor:

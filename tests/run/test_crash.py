@@ -16,6 +16,7 @@ from fedgame.run.grid import plan_sweep
 from fedgame.run.sweep import run_status, run_sweep
 
 ROUNDS = 4
+LONG_ROUNDS = 300
 
 
 def _children(pid: int) -> list[int]:
@@ -44,15 +45,15 @@ def _statuses(plan) -> list[str | None]:
     return [run_status(plan.run_dir(r)) for r in plan.runs]
 
 
-def _wait(condition, *, timeout: float = 120.0) -> None:
+def _wait(condition, *, timeout: float = 120.0, poll: float = 0.1) -> None:
     end = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < end, "timed out waiting for the sweep"
-        time.sleep(0.1)
+        time.sleep(poll)
 
 
 def test_killed_worker_and_killed_sweep_lose_nothing(tiny, write_scenario, tmp_path):
-    tiny["rounds"] = ROUNDS
+    tiny["rounds"] = LONG_ROUNDS  # runs last about a second, so one is surely in flight
     tiny["population"]["clients"] = 8
     tiny["sweep"] = {"grid": {"selection.k": [2, 3, 4]}, "replicates": 2}
     path = write_scenario(tiny)
@@ -66,11 +67,10 @@ def test_killed_worker_and_killed_sweep_lose_nothing(tiny, write_scenario, tmp_p
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait(lambda: bool(_workers(proc.pid)))
+        _wait(lambda: "completed" in _statuses(plan))  # workers are up and runs in flight
         os.kill(_workers(proc.pid)[0], signal.SIGKILL)
         # the runs that were in flight are recorded as failed, and the sweep goes on
         _wait(lambda: "failed" in _statuses(plan))
-        _wait(lambda: "completed" in _statuses(plan))
         assert proc.poll() in (None, 1)
     finally:
         if proc.poll() is None:
@@ -80,10 +80,43 @@ def test_killed_worker_and_killed_sweep_lose_nothing(tiny, write_scenario, tmp_p
     assert "completed" in statuses
     for run, status in zip(plan.runs, statuses):
         if status == "completed":  # finished means fully written
-            assert len(pd.read_parquet(plan.run_dir(run) / "rounds.parquet")) == ROUNDS
+            assert len(pd.read_parquet(plan.run_dir(run) / "rounds.parquet")) == LONG_ROUNDS
     summary = run_sweep(plan, executor="serial", progress=False)
     assert summary.skipped == statuses.count("completed")
     assert summary.done + summary.skipped == len(plan.runs) and not summary.failed
     rounds = load_sweep(out).rounds
-    assert rounds.groupby("run_id").size().to_dict() == {r.run_id: ROUNDS for r in plan.runs}
+    want = {r.run_id: LONG_ROUNDS for r in plan.runs}
+    assert rounds.groupby("run_id").size().to_dict() == want
     assert not list(plan.sweep_dir.rglob("*.tmp"))
+
+
+def test_worker_killed_while_starting_neither_hangs_nor_crashes_the_sweep(
+    tiny, write_scenario, tmp_path
+):
+    tiny["rounds"] = ROUNDS
+    tiny["population"]["clients"] = 8
+    tiny["sweep"] = {"grid": {"selection.k": [2, 3]}, "replicates": 2}
+    path = write_scenario(tiny)
+    out = tmp_path / "out"
+    plan = plan_sweep(path, out=out)
+    cmd = [sys.executable, "-m", "fedgame", "sweep", str(path), "--out", str(out)]
+    proc = subprocess.Popen(
+        [*cmd, "--workers", "2", "--quiet"],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait(lambda: bool(_workers(proc.pid)), timeout=60.0, poll=0.001)
+        os.kill(_workers(proc.pid)[0], signal.SIGKILL)  # before it has taken any run
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode in (0, 1), err.decode()
+    assert b"Traceback" not in err, err.decode()
+    statuses = _statuses(plan)
+    assert set(statuses) <= {"completed", "failed"} and "completed" in statuses
+    summary = run_sweep(plan, executor="serial", progress=False)
+    assert summary.done == statuses.count("failed") and not summary.failed
