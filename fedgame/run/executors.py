@@ -140,22 +140,23 @@ class LocalExecutor:
                     initializer=init_worker,
                 )
             try:
-                lost = self._drain(pool, pending, on_done)
+                unsettled = self._drain(pool, pending, on_done)
             except BaseException:
                 _stop(pool)
                 raise
-            if lost is None:
+            if unsettled is None:
                 pool.shutdown(wait=True)
                 continue
-            _stop(pool)
-            for run in lost:
+            _stop(pool)  # the pool broke: its remaining futures fail (or hold a result)
+            for run in self._settle(unsettled, on_done):
                 on_done(failed(run, "worker process died while running"))
 
     def _drain(
         self, pool: ProcessPoolExecutor, pending: deque[SweepRun], on_done: OnDone
-    ) -> list[SweepRun] | None:
+    ) -> dict[Any, SweepRun] | None:
         """Keep ``workers`` runs in flight until ``pending`` is empty (returns None) or the
-        pool breaks (returns the runs lost with it; one not yet submitted stays pending)."""
+        pool breaks (returns the futures then in flight; a run that could not be submitted
+        stays pending)."""
         inflight: dict[Any, SweepRun] = {}
         while pending or inflight:
             while pending and len(inflight) < self.workers:
@@ -164,18 +165,18 @@ class LocalExecutor:
                     inflight[pool.submit(execute, run)] = run
                 except (BrokenProcessPool, OSError):
                     pending.appendleft(run)
-                    _stop(pool)
-                    return self._settle(inflight, on_done)
+                    return inflight
             done, _ = wait(inflight, return_when=FIRST_COMPLETED)
             if any(isinstance(f.exception(), BrokenProcessPool) for f in done):
-                return self._settle(inflight, on_done)
+                return inflight
             for future in done:
                 _report(future, inflight.pop(future), on_done)
         return None
 
     @staticmethod
     def _settle(inflight: dict[Any, SweepRun], on_done: OnDone) -> list[SweepRun]:
-        """After the pool broke: report the runs that finished anyway, return the lost ones."""
+        """After the pool broke and stopped: report the runs that finished anyway, return the
+        lost ones."""
         wait(inflight, timeout=BROKEN_POOL_WAIT_S)  # a broken pool fails its futures at once
         lost = []
         for future, run in inflight.items():

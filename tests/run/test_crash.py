@@ -52,11 +52,13 @@ def _wait(condition, *, timeout: float = 120.0, poll: float = 0.1) -> None:
         time.sleep(poll)
 
 
-def test_killed_worker_and_killed_sweep_lose_nothing(tiny, write_scenario, tmp_path):
-    tiny["rounds"] = LONG_ROUNDS  # runs last about a second, so one is surely in flight
-    tiny["population"]["clients"] = 8
-    tiny["sweep"] = {"grid": {"selection.k": [2, 3, 4]}, "replicates": 2}
-    path = write_scenario(tiny)
+def _start_sweep(scenario, write_scenario, tmp_path, *, rounds: int, ks: list[int], stderr):
+    """Plan and start ``fedgame sweep`` (2 workers) over ``selection.k`` in ``ks`` x 2
+    replicates of an 8-client scenario; returns ``(plan, process)``."""
+    scenario["rounds"] = rounds
+    scenario["population"]["clients"] = 8
+    scenario["sweep"] = {"grid": {"selection.k": ks}, "replicates": 2}
+    path = write_scenario(scenario)
     out = tmp_path / "out"
     plan = plan_sweep(path, out=out)
     cmd = [sys.executable, "-m", "fedgame", "sweep", str(path), "--out", str(out)]
@@ -64,6 +66,19 @@ def test_killed_worker_and_killed_sweep_lose_nothing(tiny, write_scenario, tmp_p
         [*cmd, "--workers", "2", "--quiet"],
         start_new_session=True,
         stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
+    return plan, proc
+
+
+def test_killed_worker_and_killed_sweep_lose_nothing(tiny, write_scenario, tmp_path):
+    # runs of LONG_ROUNDS last about a second, so one is surely in flight at the kill
+    plan, proc = _start_sweep(
+        tiny,
+        write_scenario,
+        tmp_path,
+        rounds=LONG_ROUNDS,
+        ks=[2, 3, 4],
         stderr=subprocess.DEVNULL,
     )
     try:
@@ -84,7 +99,7 @@ def test_killed_worker_and_killed_sweep_lose_nothing(tiny, write_scenario, tmp_p
     summary = run_sweep(plan, executor="serial", progress=False)
     assert summary.skipped == statuses.count("completed")
     assert summary.done + summary.skipped == len(plan.runs) and not summary.failed
-    rounds = load_sweep(out).rounds
+    rounds = load_sweep(tmp_path / "out").rounds
     want = {r.run_id: LONG_ROUNDS for r in plan.runs}
     assert rounds.groupby("run_id").size().to_dict() == want
     assert not list(plan.sweep_dir.rglob("*.tmp"))
@@ -93,18 +108,8 @@ def test_killed_worker_and_killed_sweep_lose_nothing(tiny, write_scenario, tmp_p
 def test_worker_killed_while_starting_neither_hangs_nor_crashes_the_sweep(
     tiny, write_scenario, tmp_path
 ):
-    tiny["rounds"] = ROUNDS
-    tiny["population"]["clients"] = 8
-    tiny["sweep"] = {"grid": {"selection.k": [2, 3]}, "replicates": 2}
-    path = write_scenario(tiny)
-    out = tmp_path / "out"
-    plan = plan_sweep(path, out=out)
-    cmd = [sys.executable, "-m", "fedgame", "sweep", str(path), "--out", str(out)]
-    proc = subprocess.Popen(
-        [*cmd, "--workers", "2", "--quiet"],
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+    plan, proc = _start_sweep(
+        tiny, write_scenario, tmp_path, rounds=ROUNDS, ks=[2, 3], stderr=subprocess.PIPE
     )
     try:
         _wait(lambda: bool(_workers(proc.pid)), timeout=60.0, poll=0.001)
