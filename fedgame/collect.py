@@ -40,6 +40,7 @@ ROUND_COLUMNS = (
     "epsilon_spent_mean",
     "epsilon_spent_max",
     "reward_total",
+    "withdrawn_budget",
     "aggregation_failed",
     "lr",
     "wall_time_s",
@@ -81,6 +82,7 @@ def round_summary(m: FedGameModel) -> dict[str, Any]:
         "epsilon_spent_mean": float(eps.sum()) / eps.size,
         "epsilon_spent_max": float(eps.max()),
         "reward_total": float(sum(m.payments.values())),
+        "withdrawn_budget": m.state.withdrawn_budget,
         "aggregation_failed": m.state.aggregation_failed,
         "lr": m.scenario.training.lr_at(m.state.info.round - 1),
     }

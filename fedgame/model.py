@@ -30,8 +30,13 @@ from fedgame.collect import (
 from fedgame.errors import DivergenceError
 from fedgame.learning.batched import LocalResult
 from fedgame.mechanisms.base import FaultDraw
-from fedgame.privacy.base import Charges, PrivacyPlan, charge_columns
-from fedgame.privacy.ledger import PrivacyLedger
+from fedgame.privacy.base import (
+    FinalisesAggregate,
+    PrivacyPlan,
+    RecordsReleases,
+    charge_columns,
+)
+from fedgame.privacy.budget import PrivacyBudget
 from fedgame.scenario.build import World, build_world
 from fedgame.scenario.schema import Scenario
 from fedgame.seeding import SeedPlan
@@ -65,6 +70,7 @@ class RoundState:
     updates: torch.Tensor | None = None
     uploaded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     failed_links: int = 0
+    withdrawn_budget: int = 0  # releases the budget refused this round
     faults: FaultDraw | None = None
     aggregation_failed: bool = False
     extra: dict[str, float] = field(default_factory=dict)
@@ -101,8 +107,12 @@ class FedGameModel(mesa.Model):
             ClientAgent(self, client_id=i, table=self.table) for i in range(len(self.table))
         ]
         self.client_set = self.agents_by_type[ClientAgent]
-        self.ledger = PrivacyLedger(self.privacy.accountant, self.table.delta)
-        self._prepare_components()  # before budgets: next_charge may need prepared state
+        self.budget = PrivacyBudget(
+            self.privacy.accountant,
+            epsilon_total=self.table.epsilon_total,
+            delta_total=self.table.delta,
+        )
+        self._prepare_components()  # before budgets: next_charges may need prepared state
         self._refresh_budgets(self.table.client_id)
         self.test_accuracy, self.test_loss = self.learner.evaluate()
         self.payments: dict[int, float] = {}
@@ -131,39 +141,12 @@ class FedGameModel(mesa.Model):
                 comp.prepare(ctx, rng=self.plan.rng("prepare", path))
 
     def _refresh_budgets(self, ids: np.ndarray) -> None:
-        """Recompute what one more default participation would leave clients ``ids`` at."""
+        """Price one more default participation of clients ``ids`` (``epsilon_after_next``)."""
         if len(ids) == 0:
             return
-        views = self.table.views(ids)
-        batch = getattr(self.privacy, "next_charges", None)
-        if batch is not None:
-            charges = charge_columns(batch(views))
-        else:
-            charges = Charges.of([self.privacy.next_charge(v) for v in views])
-        self.table.priced.assign(ids, charges)
-        self.table.epsilon_after_next[ids] = self.ledger.epsilon_if_many(ids, charges)
+        charges = self.privacy.next_charges(self.table.views(ids))
+        self.table.epsilon_after_next[ids] = self.budget.price(ids, charge_columns(charges))
         self.table.invalidate(ids)
-
-    def _affordable(self, plan: PrivacyPlan, ids: np.ndarray) -> np.ndarray:
-        """Budget guard: may each planned release happen without passing the client's ε_total?
-
-        Clients answered the offer knowing the price of their default release
-        (``can_afford_next``); when the round's plan charges something else (a policy's own ε
-        or ρ, a planner that re-planned), the release is re-priced here, and a client it would
-        push past its budget withdraws (reason ``budget``) instead of training.
-        """
-        charges = charge_columns(plan.charges)
-        keep = charges.same_as(self.table.priced, ids) | charges.free
-        if keep.all():
-            return keep
-        for j in np.flatnonzero(~keep).tolist():
-            cid = int(ids[j])
-            after = self.ledger.epsilon_if(cid, charges[j])
-            keep[j] = after <= self.table.epsilon_total[cid] * (1 + 1e-9)
-        withdrawn = ids[~keep]
-        self.table.selected[withdrawn] = False
-        self.table.decline_reason[withdrawn] = "budget"
-        return keep
 
     # ------------------------------------------------------------------ the round
     def step(self) -> None:
@@ -259,24 +242,36 @@ class FedGameModel(mesa.Model):
         self.table.train_loss[ids] = self.state.local.train_loss.detach().cpu().numpy()
 
     def _plan_privacy(self, ids: np.ndarray) -> tuple[PrivacyPlan, Responses]:
-        """The privacy plan of the selected ``ids``, without those the budget guard withdrew.
+        """The privacy plan of the selected ``ids`` that the budget admits in full.
 
-        Leaves ``state.selected`` (and ``state.selection``) at the clients that train.
+        Every plan goes through ``PrivacyBudget.admit``, which prices the round's releases
+        together with the clients' accountants; releases that would pass a budget are
+        withdrawn (reason ``budget``), the mechanism re-plans without them, and the loop ends
+        when the whole plan fits. Leaves ``state.selected``/``state.selection`` at the clients
+        that train.
         """
         while True:
             responses = self.table.responses(ids)
             plan = self.privacy.plan(self.table.views(ids), responses, info=self.state.info)
             if not np.array_equal(np.asarray(plan.client_ids, dtype=np.int64), ids):
                 raise RuntimeError("privacy plan covers other clients than were selected")
-            keep = self._affordable(plan, ids)
+            keep = self.budget.admit(ids, charge_columns(plan.charges))
             if keep.all():
                 return plan, responses
-            # re-plan without the withdrawn (mechanism state stays aligned)
+            self._withdraw(ids, keep)
             ids = ids[keep]
             self.state.selected = ids
             self.state.selection = dataclasses.replace(
                 self.state.selection, client_ids=tuple(ids.tolist())
             )
+
+    def _withdraw(self, ids: np.ndarray, keep: np.ndarray) -> None:
+        """Record refused releases: a client none of whose releases fits declines (``budget``)."""
+        self.state.withdrawn_budget += int((~keep).sum())
+        out = np.setdiff1d(ids[~keep], ids[keep])
+        self.table.selected[out] = False
+        self.table.participating[out] = False
+        self.table.decline_reason[out] = "budget"
 
     def phase_privatise(self) -> None:
         """6. Each selected client clips and noises its update (its privacy mechanism)."""
@@ -310,7 +305,7 @@ class FedGameModel(mesa.Model):
             if delta is None:
                 self.state.aggregation_failed = True
                 return
-            if hasattr(self.privacy, "finalise"):
+            if isinstance(self.privacy, FinalisesAggregate) and self.state.privacy is not None:
                 gen = self.plan.torch_generator(
                     "noise", self.state.info.round, "central", device=self.world.device
                 )
@@ -344,12 +339,11 @@ class FedGameModel(mesa.Model):
             charges = charge_columns(plan.charges)
             if not sent.all():
                 charges = charges[sent]
-            self.ledger.charge_many(ids, charges)
-            if hasattr(self.privacy, "record_release"):  # closed-form ε columns
-                for cid, charge in zip(ids.tolist(), charges):
-                    self.privacy.record_release(cid, charge)
-            self.table.record_release(ids, self.ledger.epsilon_many(ids))
-            self._refresh_budgets(ids)
+            charged, _ = self.budget.charge_admitted(sent)
+            if isinstance(self.privacy, RecordsReleases):  # closed-form ε columns
+                self.privacy.record_releases(ids, charges)
+            self.table.record_release(charged, self.budget.spent[charged])
+            self._refresh_budgets(charged)
             delivered = self.state.responses if sent.all() else self.state.responses[sent]
         self.payments = self.server.pay(delivered, self.state.info)
         self.table.settle(self.payments)

@@ -34,7 +34,7 @@ import fedgame.mechanisms.selection.presampled
 import fedgame.mechanisms.selection.round_robin
 import fedgame.mechanisms.selection.uniform
 import fedgame.network.topology
-import fedgame.privacy.accounting
+import fedgame.privacy.accountants
 import fedgame.privacy.baselines
 import fedgame.privacy.central_gaussian
 import fedgame.privacy.dpsgd_local

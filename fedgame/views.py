@@ -7,6 +7,7 @@ carried here with neutral defaults so every family speaks the same types.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,10 @@ class ClientView:
         return after <= self.epsilon_total * (1 + 1e-9)
 
 
+#: the facts a plug-in may read about a client: exactly the fields of ``ClientView``
+VIEW_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ClientView))
+
+
 class ClientViews(Sequence[ClientView]):
     """A round's views of some clients: a sequence of ``ClientView`` with column access.
 
@@ -79,7 +84,18 @@ class ClientViews(Sequence[ClientView]):
         return self._ids.copy()
 
     def column(self, name: str) -> np.ndarray:
-        """The ``ClientView`` field ``name`` of every client here, as an array (a copy)."""
+        """The ``ClientView`` field ``name`` of every client here, as an array (a copy).
+
+        Only declared view fields (``VIEW_FIELDS``) can be read: a client's state that its
+        agent could not know yet (e.g. this round's straggler draw) is not a view field.
+
+        Raises:
+            KeyError: ``name`` is not a ``ClientView`` field (the message lists them).
+        """
+        if name not in VIEW_FIELDS:
+            raise KeyError(
+                f"{name!r} is not a client view field; plug-ins may read: {', '.join(VIEW_FIELDS)}"
+            )
         column = self._table.column(name)
         return column.copy() if self._everyone else column[self._ids]
 

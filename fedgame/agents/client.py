@@ -86,11 +86,6 @@ class ClientAgent(mesa.Agent):
         return tuple(int(v) for v in self.table.label_counts[self.client_id])
 
     @property
-    def priced_charge(self) -> Any:
-        """The ``Charge`` its ``epsilon_after_next`` was priced with."""
-        return self.table.priced[self.client_id]
-
-    @property
     def response(self) -> Response:
         """This round's move (participation, privacy level, reason)."""
         return self.table.response(self.client_id)

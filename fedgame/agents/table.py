@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from fedgame.privacy.base import Charges
 from fedgame.views import ClientView, ClientViews, Response, Responses, can_afford
 
 #: columns of the clients table (one row per round x client), in order
@@ -124,8 +123,6 @@ class ClientTable:
         self.epsilon_spent = np.zeros(n)
         self.epsilon_after_next = np.full(n, math.nan)
         self.participations = np.zeros(n, dtype=np.int64)
-        #: the charge each client's ``epsilon_after_next`` was priced with (columns)
-        self.priced = Charges.empty(n)
         self.extra_columns = tuple(extra_columns)
         self.extra = {name: np.full(n, math.nan) for name in self.extra_columns}
         for name, value in ROUND_DEFAULTS.items():

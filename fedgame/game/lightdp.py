@@ -22,6 +22,7 @@ from typing import Literal
 import numpy as np
 
 from fedgame.errors import ScenarioError
+from fedgame.privacy.calibrate import analytic_gaussian_sigma
 
 __all__ = [
     "LightDPNoise",
@@ -43,7 +44,7 @@ __all__ = [
     "uniform_straggler_pmf",
 ]
 
-Calibration = Literal["lightdp", "classic"]
+Calibration = Literal["analytic", "lightdp", "classic"]
 
 
 def _check_counts(
@@ -99,20 +100,30 @@ class LightDPNoise:
     gamma0: float
 
 
-def tail_constant(delta: float, *, calibration: Calibration = "lightdp") -> float:
+def tail_constant(
+    delta: float, *, calibration: Calibration = "lightdp", epsilon: float | None = None
+) -> float:
     """Gaussian-mechanism constant c with sigma = c * Delta / epsilon.
 
     ``"lightdp"``: sqrt(2 ln(2/delta)), the tail bound of paper 004 Prop. 1 / Appendix A.
     ``"classic"``: sqrt(2 ln(1.25/delta)) (Dwork-Roth), what paper 004's garbled baseline
-    constant most likely means (note 004 §5). Use one calibration for every scheme compared.
+    constant most likely means (note 004 §5). Both are tail bounds proven for epsilon < 1.
+    ``"analytic"``: epsilon * z(epsilon, delta) with z the exact one-release multiplier of the
+    analytic Gaussian mechanism (Balle & Wang 2018), valid for every epsilon (needs
+    ``epsilon``). Use one calibration for every scheme compared.
     """
     if not 0.0 < delta < 1.0:
         raise ScenarioError("delta", delta, "must be in (0, 1)")
+    if calibration == "analytic":
+        if epsilon is None:
+            raise ScenarioError("calibration", calibration, "the analytic constant needs epsilon")
+        _check_positive(epsilon=epsilon)
+        return epsilon * analytic_gaussian_sigma(epsilon=epsilon, delta=delta)
     if calibration == "lightdp":
         return float(np.sqrt(2.0 * np.log(2.0 / delta)))
     if calibration == "classic":
         return float(np.sqrt(2.0 * np.log(1.25 / delta)))
-    raise ScenarioError("calibration", calibration, "one of 'lightdp', 'classic'")
+    raise ScenarioError("calibration", calibration, "one of 'analytic', 'lightdp', 'classic'")
 
 
 def uniform_straggler_pmf(max_stragglers: int) -> np.ndarray:
@@ -264,7 +275,8 @@ def ldp_sigma(
     Each client adds N(0, sigma_L^2 I); the average of N - S uploads carries sigma_L^2/(N - S).
     """
     _check_positive(epsilon=epsilon, sensitivity=sensitivity)
-    return tail_constant(delta, calibration=calibration) * sensitivity / epsilon
+    c = tail_constant(delta, calibration=calibration, epsilon=epsilon)
+    return c * sensitivity / epsilon
 
 
 def smpc_dp_sigma(

@@ -3,12 +3,14 @@
 A mechanism is consulted in three places per round:
 
 * ``plan`` (before training): per-client noise scale, training changes (per-sample clipping
-  and per-step noise for DP-SGD style mechanisms) and the ``Charge`` each release costs;
+  and per-step noise for DP-SGD style mechanisms) and the ``Charge`` describing each release;
+  the model's budget (:mod:`fedgame.privacy.budget`) prices the round's releases with the
+  client's accountant and withdraws those that would pass its budget;
 * ``privatise`` (after training): clip and noise the trained updates, batched over clients;
-* ``finalise`` (optional, after aggregation): server-side noise for central mechanisms.
+* ``finalise`` (the ``FinalisesAggregate`` capability): server-side noise on the aggregate.
 
-``next_charge(view)`` says what one more participation at the default level would cost, so
-clients (and the budget check) can decline before they would overspend.
+``next_charges(views)`` describes one more participation at the default level, so clients
+can see the price of their next round (``ClientView.epsilon_after_next``) before answering.
 """
 
 from __future__ import annotations
@@ -16,12 +18,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload, runtime_checkable
 
+import dp_accounting as dpa
 import numpy as np
 import torch
 
 from fedgame.views import ClientView, Response, RoundInfo, as_column
+
+if TYPE_CHECKING:
+    from fedgame.privacy.accountants.base import Accountant
 
 Placement = Literal["none", "local", "central", "distributed"]
 NoiseFamily = Literal["none", "gaussian", "subsampled_gaussian", "laplace"]
@@ -29,38 +35,60 @@ NoiseFamily = Literal["none", "gaussian", "subsampled_gaussian", "laplace"]
 
 @dataclass(frozen=True)
 class Charge:
-    """What one released update costs, in every accountant's currency.
+    """What one release of a client's update is, described for any accountant.
 
-    ``epsilon``/``delta``: the per-release (ε, δ) for basic composition; ``noise_multiplier``
-    z = σ/Δ with ``sample_rate`` and ``steps`` for RDP/PLD; ``rho`` for zCDP (0 → derived
-    from z as steps/(2z²)). ``noise`` names the noise family.
+    ``noise`` names the noise family; ``noise_multiplier`` z is the noise scale over the
+    release's sensitivity (Gaussian: σ/Δ₂; Laplace: b/Δ₁); ``sample_rate`` q the Poisson
+    sampling rate of each of its ``steps`` noisy steps (``subsampled_gaussian``; 1 otherwise);
+    ``delta`` the share of the client's δ the mechanism allotted to this release, which only
+    basic composition reads (the per-release (ε, δ) it adds up). ``event()`` gives the release
+    as a ``dp_accounting`` DpEvent.
     """
 
     noise: NoiseFamily = "none"
-    epsilon: float = 0.0
-    delta: float = 0.0
     noise_multiplier: float = math.inf
     sample_rate: float = 1.0
     steps: int = 1
-    rho: float = 0.0
+    delta: float = 0.0
 
     @property
     def free(self) -> bool:
-        return self.noise == "none"
+        return self.noise == "none" or self.steps == 0
+
+    def event(self) -> dpa.DpEvent:
+        """The release as a ``dp_accounting`` DpEvent (``NoOpDpEvent`` when free)."""
+        return release_event(self.noise, self.noise_multiplier, self.sample_rate, self.steps)
 
 
 FREE = Charge()
 
+
+def release_event(noise: str, noise_multiplier: float, sample_rate: float, steps: int) -> Any:
+    """``steps`` compositions of one noisy step, as a ``dp_accounting`` DpEvent.
+
+    gaussian: ``GaussianDpEvent(z)``; subsampled_gaussian: ``PoissonSampledDpEvent(q,
+    GaussianDpEvent(z))``; laplace: ``LaplaceDpEvent(z)`` (scale over L1 sensitivity).
+    """
+    if noise == "none" or steps == 0:
+        return dpa.NoOpDpEvent()
+    if noise == "laplace":
+        step: Any = dpa.LaplaceDpEvent(noise_multiplier)
+    else:
+        step = dpa.GaussianDpEvent(noise_multiplier)
+        if noise == "subsampled_gaussian" and sample_rate < 1.0:
+            step = dpa.PoissonSampledDpEvent(sample_rate, step)
+    return step if steps == 1 else dpa.SelfComposedDpEvent(step, int(steps))
+
+
 _NOISE_DTYPE = np.dtype(object)  # noise family names (str)
-_CHARGE_FIELDS = ("noise", "epsilon", "delta", "noise_multiplier", "sample_rate", "steps", "rho")
+_CHARGE_FIELDS = ("noise", "noise_multiplier", "sample_rate", "steps", "delta")
 
 
 class Charges(Sequence[Charge]):
-    """The charges of several releases as columns, iterable as ``Charge`` objects.
+    """Several releases as columns, iterable as ``Charge`` objects.
 
-    Mechanisms that price many clients at once return this (``plan``, ``next_charges``);
-    the ledger and the budget guard then work on the arrays. ``Charges.of(list)`` converts
-    a list of ``Charge`` objects; ``charge_columns`` accepts either.
+    Mechanisms return this from ``plan`` and ``next_charges``; accountants and the budget work
+    on the arrays. ``Charges.of(list)`` converts a list of ``Charge`` objects.
     """
 
     __slots__ = _CHARGE_FIELDS
@@ -68,25 +96,21 @@ class Charges(Sequence[Charge]):
     def __init__(
         self,
         noise: str | np.ndarray,
-        epsilon: np.ndarray | float = 0.0,
-        delta: np.ndarray | float = 0.0,
         noise_multiplier: np.ndarray | float = math.inf,
         sample_rate: np.ndarray | float = 1.0,
         steps: np.ndarray | int = 1,
-        rho: np.ndarray | float = 0.0,
+        delta: np.ndarray | float = 0.0,
         *,
         size: int | None = None,
     ) -> None:
         if size is None:
-            size = _common_length(epsilon, delta, noise_multiplier, sample_rate, steps, rho, noise)
+            size = _common_length(noise_multiplier, sample_rate, steps, delta, noise)
         n = size
         self.noise = as_column(noise, n, _NOISE_DTYPE)
-        self.epsilon = as_column(epsilon, n, float)
-        self.delta = as_column(delta, n, float)
         self.noise_multiplier = as_column(noise_multiplier, n, float)
         self.sample_rate = as_column(sample_rate, n, float)
         self.steps = as_column(steps, n, np.int64)
-        self.rho = as_column(rho, n, float)
+        self.delta = as_column(delta, n, float)
 
     @classmethod
     def of(cls, charges: Sequence[Charge]) -> Charges:
@@ -101,15 +125,11 @@ class Charges(Sequence[Charge]):
 
     @property
     def free(self) -> np.ndarray:
-        return self.noise == "none"
+        return (self.noise == "none") | (self.steps == 0)
 
-    def same_as(self, other: Charges, rows: np.ndarray | None = None) -> np.ndarray:
-        """Element-wise equality with ``other`` (or its ``rows``), as ``Charge.__eq__``."""
-        same = np.ones(len(self), dtype=bool)
-        for f in _CHARGE_FIELDS:
-            theirs = getattr(other, f)
-            same &= getattr(self, f) == (theirs if rows is None else theirs[rows])
-        return same
+    def families(self) -> set[str]:
+        """The noise families of the non-free releases here."""
+        return set(self.noise[~self.free].tolist())
 
     def __len__(self) -> int:
         return len(self.noise)
@@ -125,12 +145,10 @@ class Charges(Sequence[Charge]):
             return Charges(*(getattr(self, f)[index] for f in _CHARGE_FIELDS))
         return Charge(
             noise=str(self.noise[index]),  # type: ignore[arg-type]
-            epsilon=float(self.epsilon[index]),
-            delta=float(self.delta[index]),
             noise_multiplier=float(self.noise_multiplier[index]),
             sample_rate=float(self.sample_rate[index]),
             steps=int(self.steps[index]),
-            rho=float(self.rho[index]),
+            delta=float(self.delta[index]),
         )
 
     def __iter__(self) -> Iterator[Charge]:
@@ -149,8 +167,6 @@ class Charges(Sequence[Charge]):
         """``n`` writable rows of the free charge."""
         return cls(
             np.full(n, "none", dtype=_NOISE_DTYPE),
-            np.zeros(n),
-            np.zeros(n),
             np.full(n, math.inf),
             np.ones(n),
             np.ones(n, dtype=np.int64),
@@ -187,17 +203,19 @@ class PrivacyPlan:
     per_sample_clip: float | None = None
     step_noise_std: np.ndarray | None = None
 
-    @property
-    def epsilon(self) -> np.ndarray:
-        return np.array(charge_columns(self.charges).epsilon, dtype=float)
 
-
+@runtime_checkable
 class PrivacyMechanism(Protocol):
-    """Clip-and-noise applied to the client updates of a round."""
+    """Clip-and-noise applied to the client updates of a round.
+
+    ``noise`` is the family of the releases it emits (what its accountant must be able to
+    describe, checked at validation); ``accountant`` the instance that both calibrates its
+    noise and, through the model's budget, accounts every release.
+    """
 
     placement: Placement
     noise: NoiseFamily
-    accountant: str
+    accountant: Accountant
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
@@ -205,8 +223,8 @@ class PrivacyMechanism(Protocol):
         """Default per-participation (ε, δ) of each client, given planned participations."""
         ...
 
-    def next_charge(self, client: ClientView) -> Charge:
-        """Cost of one more participation of ``client`` at its default level."""
+    def next_charges(self, clients: Sequence[ClientView]) -> Charges:
+        """What one more participation of each client at its default level would release."""
         ...
 
     def plan(
@@ -216,6 +234,40 @@ class PrivacyMechanism(Protocol):
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
     ) -> torch.Tensor: ...
+
+
+@runtime_checkable
+class FinalisesAggregate(Protocol):
+    """Capability: server-side noise on the aggregate (central mechanisms), after phase 8.
+
+    Returning ``None`` means the round's aggregation failed (e.g. masks not recoverable).
+    """
+
+    def finalise(
+        self,
+        delta: torch.Tensor,
+        plan: PrivacyPlan,
+        *,
+        num_received: int,
+        generator: torch.Generator,
+    ) -> torch.Tensor | None: ...
+
+
+@runtime_checkable
+class RecordsReleases(Protocol):
+    """Capability: told of every release the budget charged (for closed-form ε columns)."""
+
+    def record_releases(self, client_ids: np.ndarray, charges: Charges) -> None: ...
+
+
+class PerClientCharges:
+    """Mixin: ``next_charges`` from a per-client ``next_charge(view)``."""
+
+    def next_charge(self, client: ClientView) -> Charge:
+        raise NotImplementedError
+
+    def next_charges(self, clients: Sequence[ClientView]) -> Charges:
+        return Charges.of([self.next_charge(c) for c in clients])
 
 
 def clip_rows(

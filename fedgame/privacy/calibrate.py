@@ -2,8 +2,10 @@
 
 Every function maps a privacy target (and a sensitivity) to a noise scale; none holds state
 or draws randomness. The closed forms reproduce the papers' own calibrations, including the
-loose ones, so that a scenario can be faithful to a paper; ``accountant_sigma`` gives the
-tight noise multiplier under a maintained accountant (Google's ``dp_accounting``).
+loose ones, so that a scenario can be faithful to a paper; the analytic Gaussian mechanism
+(Balle & Wang 2018) is the exact calibration of one Gaussian release, valid for every ε.
+Calibration over many releases under an accountant is each accountant's ``calibrate``
+(:mod:`fedgame.privacy.accountants`).
 
 Conventions: ``sigma`` is a per-coordinate standard deviation in the units of the released
 vector; a *noise multiplier* is ``sigma / sensitivity`` (L2). Neighbouring datasets follow
@@ -13,17 +15,12 @@ each paper (replace-one: sensitivity ``2C/D`` of a mean of ``D`` clipped terms).
 from __future__ import annotations
 
 import math
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-from functools import lru_cache
 from typing import Literal
 
-import dp_accounting as dpa
+import numpy as np
+from scipy.special import log_ndtr, ndtr
 
 from fedgame.errors import ScenarioError
-from fedgame.privacy.rdp_ledger import quiet_dp_accounting
-
-ACCOUNTANTS = ("rdp", "pld", "zcdp", "basic")
-PLD_CALIBRATION_DISCRETIZATION = 1e-3
 
 
 def _positive(name: str, value: float) -> None:
@@ -196,98 +193,161 @@ def privacy_aware_sigma(
     return clip * math.sqrt(v_k * participations * local_steps)
 
 
-def _round(value: float, rounding: str, digits: int = 10) -> float:
-    """Round to ``digits`` significant digits towards ``rounding``, never past ``value``.
+# ---------------------------------------------------------------- analytic Gaussian mechanism
+def analytic_gaussian_delta(
+    *, epsilon: np.ndarray | float, noise_multiplier: np.ndarray | float
+) -> np.ndarray:
+    """Smallest δ for which one Gaussian release of multiplier z = σ/Δ is (ε, δ)-DP.
 
-    Float noise is dropped first (12 significant digits), so ``0.7`` and ``0.7 + 1e-14`` share
-    a cache key; the result is then moved one unit if needed to stay on the safe side.
+    Balle & Wang (2018), Theorem 8 (the exact privacy profile of the Gaussian mechanism):
+    ``δ(ε) = Φ(1/(2z) − εz) − e^ε Φ(−1/(2z) − εz)``. The second term is evaluated in log space
+    (``log_ndtr``) so large ε does not overflow. Vectorised over both arguments.
     """
-    exact = Decimal(f"{value:.12g}")
-    quantum = Decimal(1).scaleb(exact.adjusted() - digits + 1)
-    rounded = exact.quantize(quantum, rounding=rounding)
-    if rounding == ROUND_FLOOR and float(rounded) > value:
-        rounded -= quantum
-    elif rounding == ROUND_CEILING and float(rounded) < value:
-        rounded += quantum
-    return float(rounded)
+    eps = np.asarray(epsilon, dtype=float)
+    z = np.asarray(noise_multiplier, dtype=float)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        first = ndtr(0.5 / z - eps * z)
+        second = np.exp(eps + log_ndtr(-0.5 / z - eps * z))
+        out = np.maximum(first - second, 0.0)
+    return np.where(z == np.inf, 0.0, np.where(z <= 0, 1.0, out))
 
 
-def accountant_sigma(
-    *,
-    epsilon: float,
-    delta: float,
-    steps: int,
-    sample_rate: float = 1.0,
-    accountant: str = "rdp",
+def analytic_gaussian_epsilon(
+    *, noise_multiplier: np.ndarray | float, delta: np.ndarray | float, iterations: int = 80
+) -> np.ndarray:
+    """Smallest ε with ``analytic_gaussian_delta(ε, z) <= δ``: the exact ε of one release.
+
+    Vectorised bisection on ε (δ(ε) decreases in ε); the upper end of the final bracket is
+    returned, so the result is never below the true ε (rounded up by at most 2^-80 of the
+    bracket). z = ∞ costs 0; z = 0 or δ = 0 costs ∞.
+    """
+    z, delta = np.broadcast_arrays(
+        np.asarray(noise_multiplier, dtype=float), np.asarray(delta, dtype=float)
+    )
+    shape = z.shape
+    z, delta = z.ravel(), delta.ravel()
+    out = np.full(z.shape, math.inf)
+    free = (z == np.inf) | (analytic_gaussian_delta(epsilon=0.0, noise_multiplier=z) <= delta)
+    out[free] = 0.0
+    todo = ~free & (z > 0) & (delta > 0)
+    if todo.any():
+        zt, dt = z[todo], delta[todo]
+        hi = np.ones_like(zt)
+        for _ in range(200):  # ε(δ) grows like 1/(2z²) + sqrt(2 ln(1/δ))/z
+            short = analytic_gaussian_delta(epsilon=hi, noise_multiplier=zt) > dt
+            if not short.any():
+                break
+            hi = np.where(short, hi * 2.0, hi)
+        lo = np.zeros_like(zt)
+        for _ in range(iterations):
+            mid = 0.5 * (lo + hi)
+            ok = analytic_gaussian_delta(epsilon=mid, noise_multiplier=zt) <= dt
+            hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
+        out[todo] = hi
+    return out.reshape(shape)
+
+
+def analytic_gaussian_sigma(
+    *, sensitivity: float = 1.0, epsilon: float, delta: float, iterations: int = 100
 ) -> float:
-    """Noise multiplier ``z = sigma / Delta`` so that ``steps`` releases meet ``(epsilon, delta)``.
+    """Smallest σ for which one Gaussian release of L2 sensitivity Δ is (ε, δ)-DP, any ε > 0.
 
-    Each release is a Gaussian mechanism, Poisson-subsampled with ``sample_rate``.
-
-    * ``rdp`` / ``pld``: ``dp_accounting.mechanism_calibration.calibrate_dp_mechanism``
-      (Brent search whose result never exceeds the target); PLD searches with discretisation
-      ``1e-3`` (pessimistic, so the noise also suffices for the finer default accountant).
-    * ``zcdp``: closed form ``z = sqrt(steps / (2 rho))``, ``rho = epsilon_to_zcdp(epsilon)``.
-    * ``basic``: classic Gaussian per release at ``(epsilon/steps, delta/steps)``.
-
-    ``zcdp`` and ``basic`` ignore subsampling (a valid, conservative noise). Results are cached
-    on the arguments rounded conservatively to 10 significant digits (epsilon and delta down,
-    sample rate up), so the returned noise always meets the requested target.
-
-    Example (note 002 regime, 100 replies, ``q = 0.01``): ``epsilon=1, delta=1e-5`` gives
-    ``z ~ 1.08`` under ``rdp``.
+    Balle & Wang (2018), Algorithm 1 / Theorem 8, solved by bisection on z = σ/Δ (δ(ε; z)
+    decreases in z); the upper end of the final bracket is returned, so the σ always meets
+    (ε, δ). Example: ε = 1, δ = 1e-5 gives z ≈ 3.73 (the classic bound gives 4.84).
     """
+    _positive("sensitivity", sensitivity)
     _positive("epsilon", epsilon)
     _probability("delta", delta)
-    _probability("sample_rate", sample_rate, closed=True)
-    if not (isinstance(steps, int) and steps >= 1):
-        raise ScenarioError("steps", steps, "must be an integer >= 1")
-    if accountant not in ACCOUNTANTS:
-        raise ScenarioError("accountant", accountant, f"allowed: {', '.join(ACCOUNTANTS)}")
-    return _accountant_sigma(
-        _round(epsilon, ROUND_FLOOR),
-        _round(delta, ROUND_FLOOR),
-        steps,
-        min(_round(sample_rate, ROUND_CEILING), 1.0),
-        accountant,
+    z = _solve_multipliers(np.array([epsilon]), np.array([delta]), iterations=iterations)
+    return sensitivity * float(z[0])
+
+
+class PairMemo:
+    """A bounded memo of a vectorised function ``fn(a, b)`` of two float arrays, per element.
+
+    Rounds of a run ask for the same (ε, δ) or (z, δ) pairs again and again, and ``b`` takes
+    few distinct values (one δ share per budget law): per distinct ``b`` the known ``a`` are
+    kept sorted, so a lookup is one ``searchsorted`` and only new pairs are computed (in one
+    vectorised call). Holds at most ``size`` pairs (cleared when full).
+    """
+
+    def __init__(self, size: int = 1 << 18) -> None:
+        self.size = size
+        self.count = 0
+        self.tables: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __call__(self, fn, a: np.ndarray, b: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+        a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
+        shape, a, b = a.shape, a.ravel(), b.ravel()
+        out = np.empty(a.size)
+        first = b[0] if b.size else 0.0
+        groups = [(first, slice(None))] if np.all(b == first) else None
+        if groups is None:
+            groups = [(float(v), b == v) for v in np.unique(b)]
+        for value, rows in groups:
+            out[rows] = self._lookup(fn, a[rows], float(value))
+        return out.reshape(shape)
+
+    def _lookup(self, fn, a: np.ndarray, b: float) -> np.ndarray:  # type: ignore[no-untyped-def]
+        keys, values = self.tables.get(b, (np.zeros(0), np.zeros(0)))
+        at = np.minimum(np.searchsorted(keys, a), max(keys.size - 1, 0))
+        hit = keys[at] == a if keys.size else np.zeros(a.size, dtype=bool)
+        if hit.all():
+            return values[at]
+        new = np.unique(a[~hit])
+        if self.count + new.size > self.size:
+            self.tables, self.count = {}, 0
+            keys, values = np.zeros(0), np.zeros(0)
+        fresh = np.asarray(fn(new, np.full(new.size, b)), dtype=float)
+        keys, values = np.concatenate([keys, new]), np.concatenate([values, fresh])
+        order = np.argsort(keys, kind="stable")
+        keys, values = keys[order], values[order]
+        self.tables[b] = (keys, values)
+        self.count += new.size
+        return values[np.searchsorted(keys, a)]
+
+
+_MULTIPLIERS = PairMemo()
+_EPSILONS = PairMemo()
+
+
+def analytic_gaussian_multipliers(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """``analytic_gaussian_sigma`` with Δ = 1 for arrays of (ε, δ) (ε > 0, 0 < δ < 1).
+
+    Memoised per pair; new pairs are solved in one vectorised bisection.
+    """
+    return _MULTIPLIERS(_solve_multipliers, epsilon, delta)
+
+
+def analytic_gaussian_epsilons(noise_multiplier: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """``analytic_gaussian_epsilon`` for arrays, memoised per (z, δ) pair."""
+    return _EPSILONS(
+        lambda z, d: analytic_gaussian_epsilon(noise_multiplier=z, delta=d), noise_multiplier, delta
     )
 
 
-@lru_cache(maxsize=4096)
-def _accountant_sigma(
-    epsilon: float, delta: float, steps: int, sample_rate: float, accountant: str
-) -> float:
-    upper = math.sqrt(steps / (2.0 * epsilon_to_zcdp(epsilon, delta=delta)))
-    if accountant == "zcdp":
-        return upper
-    if accountant == "basic":
-        return steps * math.sqrt(2.0 * math.log(1.25 * steps / delta)) / epsilon
-
-    def make_accountant() -> dpa.PrivacyAccountant:
-        if accountant == "rdp":
-            return dpa.rdp.RdpAccountant()
-        return dpa.pld.PLDAccountant(value_discretization_interval=PLD_CALIBRATION_DISCRETIZATION)
-
-    def make_event(z: float) -> dpa.DpEvent:
-        event: dpa.DpEvent = dpa.GaussianDpEvent(z)
-        if sample_rate < 1.0:
-            event = dpa.PoissonSampledDpEvent(sample_rate, event)
-        return dpa.SelfComposedDpEvent(event, steps)
-
-    def gap(z: float) -> float:
-        return make_accountant().compose(make_event(z)).get_epsilon(delta) - epsilon
-
-    # zCDP's closed form upper-bounds the tight multiplier; bracket the root explicitly.
-    with quiet_dp_accounting():
-        high = upper * 1.01
-        while gap(high) > 0:
-            high *= 2.0
-        low = high / 2.0
-        while gap(low) <= 0:
-            low /= 2.0
-        interval = dpa.mechanism_calibration.ExplicitBracketInterval(low, high)
-        return float(
-            dpa.mechanism_calibration.calibrate_dp_mechanism(
-                make_accountant, make_event, epsilon, delta, interval, tol=1e-6 * high
-            )
+def _solve_multipliers(
+    epsilon: np.ndarray, delta: np.ndarray, *, iterations: int = 100
+) -> np.ndarray:
+    """Vectorised bisection for the smallest z with δ(ε; z) <= δ, per (ε, δ) pair."""
+    eps, dlt = np.broadcast_arrays(np.asarray(epsilon, float), np.asarray(delta, float))
+    keys = np.stack([eps.ravel(), dlt.ravel()], axis=1)
+    if keys.size and not (np.all(keys[:, 0] > 0) and np.all((keys[:, 1] > 0) & (keys[:, 1] < 1))):
+        bad = keys[~((keys[:, 0] > 0) & (keys[:, 1] > 0) & (keys[:, 1] < 1))][0]
+        raise ScenarioError(
+            "epsilon, delta", tuple(bad.tolist()), "need epsilon > 0, delta in (0, 1)"
         )
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    e, d = uniq[:, 0], uniq[:, 1]
+    lo, hi = np.zeros_like(e), np.ones_like(e)
+    for _ in range(200):
+        short = analytic_gaussian_delta(epsilon=e, noise_multiplier=hi) > d
+        if not short.any():
+            break
+        lo, hi = np.where(short, hi, lo), np.where(short, hi * 2.0, hi)
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        ok = analytic_gaussian_delta(epsilon=e, noise_multiplier=mid) <= d
+        hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
+    return hi[inverse.ravel()].reshape(eps.shape)

@@ -12,12 +12,12 @@ from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
 from fedgame import registry
 from fedgame.errors import ScenarioError
-from fedgame.privacy.accounting import check_supported
-from fedgame.privacy.base import Charge, PrivacyPlan, clip_rows
-from fedgame.privacy.calibrate import accountant_sigma
-from fedgame.privacy.gaussian_local import classic_epsilon
+from fedgame.privacy.accountants import check_describes, make_accountant
+from fedgame.privacy.accountants.base import check_reachable
+from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows
 from fedgame.registry import register
-from fedgame.views import ClientView, Response, RoundInfo, SetupContext
+from fedgame.scenario.planning import planned_participations
+from fedgame.views import ClientView, Response, RoundInfo, SetupContext, column_of, ids_of
 
 
 def max_weight_share(weights: np.ndarray, *, num_received: int) -> float:
@@ -63,7 +63,7 @@ class CentralGaussian:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.accountant = config.accountant
+        self.accountant = make_accountant(config.accountant)
         self.planned = config.participations or 1
         self.z = config.noise_multiplier or math.nan
         self.weights_of: Any = None
@@ -72,7 +72,7 @@ class CentralGaussian:
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
-        check_supported(config.accountant, "gaussian", key=f"{key}.accountant")
+        check_describes(config.accountant, "gaussian", key=f"{key}.accountant")
         kind = scenario.component("aggregation").kind
         cls = registry.entry("aggregation", kind, key="aggregation.kind").cls
         if not getattr(cls, "is_weighted_sum", False):
@@ -80,6 +80,14 @@ class CentralGaussian:
                 "aggregation.kind",
                 kind,
                 "central_gaussian needs a weighted-sum aggregator (e.g. fedavg, mean, secure)",
+            )
+        if config.noise_multiplier is None:
+            check_reachable(
+                config.accountant,
+                scenario,
+                releases=config.participations or planned_participations(scenario),
+                template=Charge("gaussian"),
+                key=key,
             )
 
     def epsilon_per_round(
@@ -99,18 +107,15 @@ class CentralGaussian:
 
     def solve_z(self, epsilon: float, delta: float) -> float:
         """Multiplier meeting (ε, δ) over the planned participations (strictest client wins)."""
-        return accountant_sigma(
-            epsilon=epsilon, delta=delta, steps=self.planned, accountant=self.accountant
+        template = Charge("gaussian", delta=delta / self.planned)
+        return self.accountant.calibrate(
+            epsilon=epsilon, delta=delta, releases=self.planned, template=template
         )
 
-    def _charge(self, client: ClientView) -> Charge:
-        eps = classic_epsilon(noise_multiplier=self.z, delta=client.delta_round)
-        return Charge("gaussian", epsilon=eps, delta=client.delta_round, noise_multiplier=self.z)
-
-    def next_charge(self, client: ClientView) -> Charge:
-        if math.isnan(self.z):  # used before the population was sampled
-            self.z = self.solve_z(client.epsilon_total, client.delta)
-        return self._charge(client)
+    def next_charges(self, clients: Sequence[ClientView]) -> Charges:
+        if math.isnan(self.z) and len(clients):  # used before the population was sampled
+            self.z = max(self.solve_z(c.epsilon_total, c.delta) for c in clients)
+        return Charges("gaussian", self.z, delta=column_of(clients, "delta_round"))
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
@@ -118,8 +123,8 @@ class CentralGaussian:
         w = self.weights_of(clients) if self.weights_of is not None else np.ones(len(clients))
         self._weights = np.asarray(w, dtype=float)
         return PrivacyPlan(
-            tuple(c.client_id for c in clients),
-            tuple(self._charge(c) for c in clients),
+            tuple(ids_of(clients).tolist()),
+            self.next_charges(clients),
             np.zeros(len(clients)),
             clip=self.config.clip,
         )

@@ -1,9 +1,15 @@
 """Shared base of the per-round Gaussian mechanisms of paper 004 (LightDP-FL and baselines).
 
-Each round a client that uploads spends one per-round (ε, δ), charged with the ``basic``
-accountant: T uploads cost T·ε and T·δ (basic composition, Dwork & Roth Thm 3.16). The per-round
-budget is the client's total split over its planned participations, as for ``gaussian``;
-paper 004 states ε per round, so a scenario reproducing it sets the total to ε·T (and δ·T).
+Each round a client that uploads releases its update under noise designed to be worth, against
+the server and up to C_bar colluders, at least the local-DP Gaussian σ_L = c·Δ/ε of its
+per-round (ε, δ) (paper 004, Prop. 1 and Example 1). The release is described to the accountant
+as that Gaussian (z = σ_L/Δ, δ share δ): with the default ``basic`` accountant T uploads cost
+T·ε and T·δ (basic composition, Dwork & Roth Thm 3.16). The per-round budget is the client's
+total split over its planned participations, as for ``gaussian``; paper 004 states ε per
+round, so a scenario reproducing it sets the total to ε·T (and δ·T). ``calibration``:
+``analytic`` (default, exact for every ε: Balle & Wang 2018), or the paper's constants
+``lightdp`` (sqrt(2 ln(2/δ))) and ``classic`` (sqrt(2 ln(1.25/δ))), tail bounds proven only for
+ε < 1 and refused where per-round ε reaches 1 unless ``allow_loose_classic: true``.
 Updates (model deltas) are clipped to L2 norm ``clip``. ``sensitivity="update"``: Δ = clip
 (add/remove one client's update) or 2·clip (replace), client-level DP. ``"sample"``: the
 NbAFL-style record-level Δ = 2·clip/|D_min| (Wei et al. 2020, used by paper 004's lineage;
@@ -28,8 +34,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
-from fedgame.privacy.accounting import check_supported
-from fedgame.privacy.base import Charge, PrivacyPlan
+from fedgame.privacy.accountants import check_describes, make_accountant
+from fedgame.privacy.base import Charges, PrivacyPlan
+from fedgame.privacy.calibrate import analytic_gaussian_multipliers
+from fedgame.privacy.gaussian import check_classic
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
 
 
@@ -40,8 +48,9 @@ class PerRoundConfig(BaseModel):
     clip: PositiveFloat = 1.0
     adjacency: Literal["add_remove", "replace"] = "add_remove"
     participations: PositiveInt | None = None
-    calibration: Literal["lightdp", "classic"] = "lightdp"
-    accountant: Literal["basic"] = "basic"
+    calibration: Literal["analytic", "lightdp", "classic"] = "analytic"
+    allow_loose_classic: bool = False
+    accountant: str = "basic"
     sensitivity: Literal["update", "sample"] = "update"
 
 
@@ -102,7 +111,7 @@ class PerRoundGaussian:
 
     def __init__(self, config: PerRoundConfig) -> None:
         self.config = config
-        self.accountant = config.accountant
+        self.accountant = make_accountant(config.accountant)
         self.sensitivity = config.clip * (2.0 if config.adjacency == "replace" else 1.0)
         self.graph: Any = None
         self.faults: Any = None
@@ -114,7 +123,14 @@ class PerRoundGaussian:
     @staticmethod
     def check_scenario(config: Any, scenario: Any, *, key: str) -> None:
         """Cross-section checks; ``config`` is the plug-in's own ``Config`` (a PerRoundConfig)."""
-        check_supported(config.accountant, "gaussian", key=f"{key}.accountant")
+        check_describes(config.accountant, "gaussian", key=f"{key}.accountant")
+        check_classic(
+            config.calibration,
+            config.allow_loose_classic,
+            scenario,
+            participations=config.participations,
+            key=key,
+        )
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         self.graph = ctx.graph
@@ -127,8 +143,18 @@ class PerRoundGaussian:
         t = self.config.participations or participations
         return epsilon_total / t, delta_total / t
 
-    def next_charge(self, client: ClientView) -> Charge:
-        return Charge("gaussian", epsilon=client.epsilon_round, delta=client.delta_round)
+    def multipliers(self, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
+        """z = σ_L/Δ = c(ε, δ)/ε of the local-DP Gaussian each release is worth."""
+        eps, delta = np.asarray(eps, dtype=float), np.asarray(delta, dtype=float)
+        if self.config.calibration == "analytic":
+            return analytic_gaussian_multipliers(eps, delta)
+        shift = 2.0 if self.config.calibration == "lightdp" else 1.25  # ld.tail_constant
+        return np.sqrt(2.0 * np.log(shift / delta)) / eps
+
+    def next_charges(self, clients: Sequence[ClientView]) -> Charges:
+        eps = np.array([c.epsilon_round for c in clients], dtype=float)
+        delta = np.array([c.delta_round for c in clients], dtype=float)
+        return Charges("gaussian", self.multipliers(eps, delta), delta=delta)
 
     def round_sensitivity(self, clients: Sequence[ClientView]) -> float:
         """Δ for this round's selected clients (see the module docstring)."""
@@ -159,9 +185,7 @@ class PerRoundGaussian:
         """Remember the round's selection and build the plan with one charge per client."""
         self._round, self._ids = info.round, tuple(c.client_id for c in clients)
         self._metrics = ({}, {})
-        charges = tuple(
-            Charge("gaussian", epsilon=float(e), delta=float(d)) for e, d in zip(eps, delta)
-        )
+        charges = Charges("gaussian", self.multipliers(eps, delta), delta=delta)
         return PrivacyPlan(self._ids, charges, np.asarray(sigma, float), self.config.clip)
 
     def stragglers(self) -> np.ndarray | None:

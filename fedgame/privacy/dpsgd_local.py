@@ -11,9 +11,10 @@ import torch
 from pydantic import BaseModel, ConfigDict, PositiveFloat
 from scipy.optimize import brentq
 
-from fedgame.privacy.accounting import check_supported
-from fedgame.privacy.base import Charge, PrivacyPlan
-from fedgame.privacy.calibrate import accountant_sigma, privacy_aware_sigma
+from fedgame.privacy.accountants import check_describes, make_accountant
+from fedgame.privacy.accountants.base import check_reachable
+from fedgame.privacy.base import Charge, Charges, PerClientCharges, PrivacyPlan
+from fedgame.privacy.calibrate import privacy_aware_sigma
 from fedgame.privacy.local_common import (
     ParticipationPlan,
     Participations,
@@ -21,6 +22,7 @@ from fedgame.privacy.local_common import (
     training_from,
 )
 from fedgame.registry import register
+from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
 
 
@@ -76,7 +78,7 @@ def paper001_epsilon(
 
 
 @register("privacy", "dpsgd_local")
-class LocalDpSgd:
+class LocalDpSgd(PerClientCharges):
     """DP-SGD on each client: clip per-sample gradients to C, noise each step's mean gradient.
 
     The learner adds N(0, s_k² I) to the mean of the B per-sample-clipped gradients of every
@@ -110,7 +112,7 @@ class LocalDpSgd:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.accountant = config.accountant
+        self.accountant = make_accountant(config.accountant)
         self.factor = adjacency_factor(config.adjacency)
         self.participation = ParticipationPlan(config.participations)
         self.planned = self.participation.scenario
@@ -121,7 +123,16 @@ class LocalDpSgd:
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
-        check_supported(config.accountant, "subsampled_gaussian", key=f"{key}.accountant")
+        check_describes(config.accountant, "subsampled_gaussian", key=f"{key}.accountant")
+        if config.calibration == "accountant":  # q = 1 needs the most noise: the worst case
+            t = config.participations if isinstance(config.participations, int) else None
+            check_reachable(
+                config.accountant,
+                scenario,
+                releases=t or planned_participations(scenario),
+                template=Charge("subsampled_gaussian", steps=scenario.training.local_steps),
+                key=key,
+            )
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
@@ -166,12 +177,11 @@ class LocalDpSgd:
                 )
                 self._z_cache[key] = sigma / sens
             else:
-                self._z_cache[key] = accountant_sigma(
+                self._z_cache[key] = self.accountant.calibrate(
                     epsilon=eps,
                     delta=delta,
-                    steps=t * steps,
-                    sample_rate=q,
-                    accountant=self.accountant,
+                    releases=t,
+                    template=Charge("subsampled_gaussian", sample_rate=q, steps=steps),
                 )
         z = self._z_cache[key]
         if release:
@@ -194,7 +204,7 @@ class LocalDpSgd:
         stds = np.array([s for _, s in terms])
         return PrivacyPlan(
             tuple(c.client_id for c in clients),
-            tuple(ch for ch, _ in terms),
+            Charges.of([ch for ch, _ in terms]),
             stds,
             per_sample_clip=self.config.clip,
             step_noise_std=stds,
@@ -207,19 +217,20 @@ class LocalDpSgd:
         del plan, generator
         return updates
 
-    def record_release(self, client_id: int, charge: Charge) -> None:
-        """Count released steps and refresh paper 001's closed-form ε for ``client_id``."""
-        steps, std, delta, q, size = self._released[client_id]
-        steps += charge.steps
-        self._released[client_id] = (steps, std, delta, q, size)
-        self._closed[client_id] = paper001_epsilon(
-            sigma=std,
-            clip=self.config.clip,
-            delta=delta,
-            sample_rate=q,
-            dataset_size=size,
-            steps=steps,
-        )
+    def record_releases(self, client_ids: np.ndarray, charges: Charges) -> None:
+        """Count released steps and refresh paper 001's closed-form ε of the senders."""
+        for client_id, charge in zip(client_ids.tolist(), charges):
+            steps, std, delta, q, size = self._released[client_id]
+            steps += charge.steps
+            self._released[client_id] = (steps, std, delta, q, size)
+            self._closed[client_id] = paper001_epsilon(
+                sigma=std,
+                clip=self.config.clip,
+                delta=delta,
+                sample_rate=q,
+                dataset_size=size,
+                steps=steps,
+            )
 
     def client_metrics(self) -> dict[str, dict[int, float]]:
         return {"epsilon_closed_form": dict(self._closed)}

@@ -1,8 +1,7 @@
-"""Local Gaussian mechanism with the classic calibration (the foundation's DP baseline)."""
+"""``gaussian``: local Gaussian mechanism, one calibrated release per participation."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -10,24 +9,65 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
-from fedgame.privacy.accounting import check_supported
-from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows, gaussian_noise
-from fedgame.privacy.calibrate import classic_gaussian_sigma
+from fedgame.errors import ScenarioError
+from fedgame.privacy.accountants import check_describes, make_accountant
+from fedgame.privacy.base import Charges, PrivacyPlan, clip_rows, gaussian_noise
+from fedgame.privacy.calibrate import analytic_gaussian_multipliers
 from fedgame.registry import register
+from fedgame.scenario.planning import max_round_epsilon
 from fedgame.views import ClientView, Response, RoundInfo, column_of, ids_of
+
+Calibration = Literal["analytic", "classic"]
+#: calibrations whose bound is a tail argument proven only for ε < 1
+CLASSIC_TYPE = frozenset({"classic", "lightdp"})
+
+
+def check_classic(
+    calibration: str, allow_loose: bool, scenario: Any, *, participations: int | None, key: str
+) -> None:
+    """Refuse a classic-type bound where per-round ε reaches 1 unless the scenario allows it.
+
+    The classic σ = Δ·sqrt(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm A.1) is a theorem only for
+    ε < 1; above it the guarantee is not proven (and fails for large ε). The accountant still
+    reports the exact ε of the noise actually added, so budgets hold either way.
+    """
+    if calibration not in CLASSIC_TYPE or allow_loose:
+        return
+    eps = max_round_epsilon(scenario, participations)
+    if eps >= 1.0:
+        raise ScenarioError(
+            f"{key}.calibration",
+            calibration,
+            f"its bound holds only for per-round epsilon < 1, and it reaches {eps:.3g} here "
+            "(epsilon_total / planned participations); use calibration: analytic (exact for "
+            f"every epsilon) or set {key}.allow_loose_classic: true",
+        )
+
+
+def classic_multipliers(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """z = sqrt(2 ln(1.25/δ))/ε per release (Dwork & Roth 2014, Thm A.1)."""
+    return np.sqrt(2.0 * np.log(1.25 / delta)) / epsilon
 
 
 @register("privacy", "gaussian")
-class ClassicGaussian:
+class GaussianMechanism:
     """Clip each client's update to L2 norm C and add N(0, σ_k² I) before upload.
 
     Client k spends ε_k = ε_total,k / T and δ_k = δ_total,k / T per participation, where T is
     its planned number of participations (``participations``, default: rounds × the selection
-    rule's expected fraction, rounded up); by basic composition T participations spend at most
-    (ε_total, δ_total). σ_k = Δ·sqrt(2 ln(1.25/δ_k))/ε_k (Dwork & Roth 2014, Thm A.1), with
-    Δ = C for add/remove-one-client adjacency or 2C for replace-one. The theorem assumes
-    ε_k < 1; larger per-round ε is allowed with a warning (the bound is then heuristic).
-    A policy may ask for another per-round ε in its response.
+    rule's expected fraction, rounded up), so by basic composition T participations spend at
+    most (ε_total, δ_total). ``calibration``:
+
+    * ``analytic`` (default): the smallest σ making one release (ε_k, δ_k)-DP, from the exact
+      privacy profile of the Gaussian mechanism (Balle & Wang 2018, Thm 8); valid for every ε.
+    * ``classic``: σ_k = Δ·sqrt(2 ln(1.25/δ_k))/ε_k (Dwork & Roth 2014, Thm A.1), a theorem only
+      for ε_k < 1: refused at validation when per-round ε reaches 1 unless
+      ``allow_loose_classic: true``.
+
+    Δ = C for add/remove-one-client adjacency or 2C for replace-one. A policy may ask for
+    another per-round ε in its response. Whatever the calibration, each release is accounted
+    by its noise multiplier z = σ/Δ (the ``basic`` accountant charges the exact ε of that noise
+    at δ_k), so the reported ε spent is never below what the noise gives.
     """
 
     placement = "local"
@@ -38,17 +78,25 @@ class ClassicGaussian:
         clip: PositiveFloat = 1.0
         participations: PositiveInt | None = None
         adjacency: Literal["add_remove", "replace"] = "add_remove"
+        calibration: Calibration = "analytic"
+        allow_loose_classic: bool = False
         accountant: str = "basic"
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.accountant = config.accountant
+        self.accountant = make_accountant(config.accountant)
         self.sensitivity = config.clip * (2.0 if config.adjacency == "replace" else 1.0)
-        self._warned = False
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
-        check_supported(config.accountant, "gaussian", key=f"{key}.accountant")
+        check_describes(config.accountant, "gaussian", key=f"{key}.accountant")
+        check_classic(
+            config.calibration,
+            config.allow_loose_classic,
+            scenario,
+            participations=config.participations,
+            key=key,
+        )
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
@@ -56,46 +104,34 @@ class ClassicGaussian:
         t = self.config.participations or participations
         return epsilon_total / t, delta_total / t
 
-    def _charge(self, epsilon: float, delta: float) -> tuple[Charge, float]:
-        sigma = classic_gaussian_sigma(sensitivity=self.sensitivity, epsilon=epsilon, delta=delta)
-        z = sigma / self.sensitivity
-        return Charge("gaussian", epsilon=epsilon, delta=delta, noise_multiplier=z), sigma
-
-    def _charges(self, epsilon: np.ndarray, delta: np.ndarray) -> tuple[Charges, np.ndarray]:
-        """Charges and σ of many releases (the same formula as ``classic_gaussian_sigma``)."""
-        valid = (epsilon > 0) & (delta > 0) & (delta < 1)
-        if not valid.all():  # let the scalar formula raise its error for the first bad one
-            j = int(np.flatnonzero(~valid)[0])
-            self._charge(float(epsilon[j]), float(delta[j]))
-        sigma = self.sensitivity * np.sqrt(2.0 * np.log(1.25 / delta)) / epsilon
-        z = sigma / self.sensitivity
-        return Charges("gaussian", epsilon, delta, z), sigma
-
-    def next_charge(self, client: ClientView) -> Charge:
-        return self._charge(client.epsilon_round, client.delta_round)[0]
+    def multipliers(self, epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
+        """Noise multiplier z = σ/Δ of releases at per-round (ε, δ), by the calibration."""
+        if self.config.calibration == "analytic":
+            return analytic_gaussian_multipliers(epsilon, delta)
+        if not self.config.allow_loose_classic and np.any(epsilon >= 1.0):
+            raise ScenarioError(
+                "privacy.calibration",
+                "classic",
+                f"a release asked for per-round epsilon {float(epsilon.max()):.3g} >= 1, where "
+                "the classic bound does not hold; use calibration: analytic or "
+                "allow_loose_classic: true",
+            )
+        return classic_multipliers(epsilon, delta)
 
     def next_charges(self, clients: Sequence[ClientView]) -> Charges:
-        """``next_charge`` of every client of ``clients``, as columns."""
-        return self._charges(
-            column_of(clients, "epsilon_round"), column_of(clients, "delta_round")
-        )[0]
+        eps, delta = column_of(clients, "epsilon_round"), column_of(clients, "delta_round")
+        return Charges("gaussian", self.multipliers(eps, delta), delta=delta)
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
         asked = column_of(responses, "epsilon")
         eps = np.where(np.isfinite(asked), asked, column_of(clients, "epsilon_round"))
-        charges, sigmas = self._charges(eps, column_of(clients, "delta_round"))
-        eps_max = float(eps.max(initial=0.0))
-        if not self._warned and eps_max >= 1.0:
-            self._warned = True
-            warnings.warn(
-                f"classic Gaussian calibration used with per-round epsilon up to {eps_max:.3g} "
-                "(the bound assumes epsilon < 1)",
-                stacklevel=2,
-            )
+        delta = column_of(clients, "delta_round")
+        z = self.multipliers(eps, delta)
         ids = tuple(ids_of(clients).tolist())
-        return PrivacyPlan(ids, charges, sigmas, self.config.clip)
+        charges = Charges("gaussian", z, delta=delta)
+        return PrivacyPlan(ids, charges, z * self.sensitivity, self.config.clip)
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator

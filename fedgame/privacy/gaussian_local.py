@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -11,9 +10,19 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, PositiveFloat
 
-from fedgame.privacy.accounting import check_supported
-from fedgame.privacy.base import Charge, PrivacyPlan, clip_rows, gaussian_noise
-from fedgame.privacy.calibrate import accountant_sigma, dpfl_bcs_gaussian_sigma
+from fedgame.errors import ScenarioError
+from fedgame.privacy.accountants import check_describes, make_accountant
+from fedgame.privacy.accountants.base import check_reachable
+from fedgame.privacy.base import (
+    Charge,
+    Charges,
+    PerClientCharges,
+    PrivacyPlan,
+    clip_rows,
+    gaussian_noise,
+)
+from fedgame.privacy.calibrate import analytic_gaussian_sigma, dpfl_bcs_gaussian_sigma
+from fedgame.privacy.gaussian import check_classic
 from fedgame.privacy.local_common import (
     ParticipationPlan,
     Participations,
@@ -25,7 +34,15 @@ from fedgame.privacy.local_common import (
     training_from,
 )
 from fedgame.registry import register
+from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
+
+
+def _accountant_name(config: LocalGaussian.Config) -> str:
+    """The configured accountant, else ``basic`` for per-release calibrations, else ``rdp``."""
+    if config.accountant is not None:
+        return config.accountant
+    return "basic" if config.calibration in ("classic", "analytic") else "rdp"
 
 
 def classic_epsilon(*, noise_multiplier: float, delta: float) -> float:
@@ -46,7 +63,7 @@ def moments_closed_form_epsilon(*, sum_inv_z2: float, delta: float, c2: float = 
 
 
 @register("privacy", "gaussian_local")
-class LocalGaussian(ReleaseSensitivity):
+class LocalGaussian(ReleaseSensitivity, PerClientCharges):
     """Clip each update (or per-sample gradient, FedSGD) to L2 norm C, add N(0, σ_k² I) locally.
 
     Every client k has its own budget (ε_k, δ_k), spent over its T_k planned participations
@@ -56,18 +73,22 @@ class LocalGaussian(ReleaseSensitivity):
     fixes T for all). With s_k < 1 (DPFL-BCS stage 2) (ε_k, δ_k) below read (s_k ε_k, s_k δ_k).
     The noise multiplier z_k = σ_k/Δ_k comes from ``calibration``:
 
+    * ``analytic``: per participation at (ε_k/T_k, δ_k/T_k), the exact one-release σ of the
+      analytic Gaussian mechanism (Balle & Wang 2018); default accountant ``basic``.
     * ``classic``: per participation at (ε_k/T_k, δ_k/T_k), z = sqrt(2 ln(1.25/δ_r))/ε_r
       (Dwork & Roth Thm A.1; a policy's response ε overrides ε_r); default accountant ``basic``.
+      A theorem only for ε_r < 1: refused when per-round ε reaches 1 unless
+      ``allow_loose_classic: true``.
     * ``dpfl_bcs``: paper 000 Lemma 1, z = c2 sqrt(T_k ln(1/δ_k))/ε_k (``bcs_split: analysis``)
       or Alg. 2's linear split (``per_round``). Not a proven guarantee: the accountant decides.
-    * ``accountant`` (default): z solved (``calibrate.accountant_sigma``) so that T_k releases
+    * ``accountant`` (default): z solved (the accountant's ``calibrate``) so that T_k releases
       meet (ε_k, δ_k) under the client's own accountant; cached per distinct (ε, δ, T, s).
 
     ``level: sample`` needs FedSGD: the learner clips each per-sample gradient to C and the
     update -η·mean has sensitivity ``factor·η_t·C/D_k`` (``adjacency: replace`` gives the
     paper's 2ηB/D_n); in DPFL-BCS stage-1 rounds the selection's ``loss_bound`` Θ enlarges it
-    to factor·η_t·(C + Θ)/D_k (paper 000 Eq. 13). Each charge carries z (RDP/PLD/zCDP) and
-    the classic ε at δ_r (basic).
+    to factor·η_t·(C + Θ)/D_k (paper 000 Eq. 13). Each release is described by z and its δ
+    share δ_r; the accountant prices it (``basic`` charges the exact ε of that noise at δ_r).
     ``epsilon_closed_form`` (clients table) is the paper's figure for what was released: basic
     composition for ``classic``/``per_round``, paper 000 Thm 2 with ``c2`` otherwise.
     """
@@ -79,7 +100,8 @@ class LocalGaussian(ReleaseSensitivity):
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
         clip: PositiveFloat = 1.0
-        calibration: Literal["classic", "dpfl_bcs", "accountant"] = "accountant"
+        calibration: Literal["analytic", "classic", "dpfl_bcs", "accountant"] = "accountant"
+        allow_loose_classic: bool = False
         level: Literal["update", "sample"] = "update"
         adjacency: Literal["add_remove", "replace"] = "add_remove"
         participations: Participations = "auto"
@@ -89,9 +111,7 @@ class LocalGaussian(ReleaseSensitivity):
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.accountant = config.accountant or (
-            "basic" if config.calibration == "classic" else "rdp"
-        )
+        self.accountant = make_accountant(_accountant_name(config))
         self.factor = adjacency_factor(config.adjacency)
         self.participation = ParticipationPlan(config.participations)
         self.planned = self.participation.scenario
@@ -99,14 +119,29 @@ class LocalGaussian(ReleaseSensitivity):
         self.tally = ReleaseTally()
         self.deltas: dict[int, float] = {}
         self._z_cache: dict[tuple[float, float, int, float], float] = {}
-        self._warned = False
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
-        acct = config.accountant or ("basic" if config.calibration == "classic" else "rdp")
-        check_supported(acct, "gaussian", key=f"{key}.accountant")
+        check_describes(_accountant_name(config), "gaussian", key=f"{key}.accountant")
+        participations = config.participations
+        check_classic(
+            config.calibration,
+            config.allow_loose_classic,
+            scenario,
+            participations=participations if isinstance(participations, int) else None,
+            key=key,
+        )
         if config.level == "sample":
             check_sample_level(scenario, key=key, norm="l2")
+        if config.calibration == "accountant":
+            t = participations if isinstance(participations, int) else None
+            check_reachable(
+                _accountant_name(config),
+                scenario,
+                releases=t or planned_participations(scenario),
+                template=Charge("gaussian"),
+                key=key,
+            )
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
@@ -124,9 +159,18 @@ class LocalGaussian(ReleaseSensitivity):
     def noise_multiplier(self, client: ClientView, *, epsilon_round: float | None = None) -> float:
         """z_k of ``client`` under the configured calibration, at its own T_k and share."""
         cal = self.config.calibration
-        if cal == "classic":
+        if cal in ("classic", "analytic"):
             eps_r, delta_r = self.participation.round_budget(client)
             eps = eps_r if epsilon_round is None else epsilon_round
+            if cal == "analytic":
+                return analytic_gaussian_sigma(epsilon=eps, delta=delta_r)
+            if eps >= 1.0 and not self.config.allow_loose_classic:
+                raise ScenarioError(
+                    "privacy.calibration",
+                    cal,
+                    f"a release asked for per-round epsilon {eps:.3g} >= 1, where the classic "
+                    "bound does not hold; use calibration: analytic or allow_loose_classic: true",
+                )
             return classic_epsilon(noise_multiplier=1.0, delta=delta_r) / eps
         eps, delta, t, share = self.participation.budget(client)
         if cal == "dpfl_bcs":
@@ -140,15 +184,14 @@ class LocalGaussian(ReleaseSensitivity):
             )
         key = (client.epsilon_total, client.delta, t, share)
         if key not in self._z_cache:
-            self._z_cache[key] = accountant_sigma(
-                epsilon=eps, delta=delta, steps=t, accountant=self.accountant
+            self._z_cache[key] = self.accountant.calibrate(
+                epsilon=eps, delta=delta, releases=t, template=Charge("gaussian", delta=delta / t)
             )
         return self._z_cache[key]
 
     def _charge(self, client: ClientView, z: float) -> Charge:
         delta_r = self.participation.round_budget(client)[1]
-        eps = classic_epsilon(noise_multiplier=z, delta=delta_r)
-        return Charge("gaussian", epsilon=eps, delta=delta_r, noise_multiplier=z)
+        return Charge("gaussian", noise_multiplier=z, delta=delta_r)
 
     def next_charge(self, client: ClientView) -> Charge:
         z = self.noise_multiplier(client)
@@ -166,8 +209,7 @@ class LocalGaussian(ReleaseSensitivity):
                 for c, e in zip(clients, eps_r)
             ]
         )
-        charges = tuple(self._charge(c, zk) for c, zk in zip(clients, z))
-        self._warn_classic(charges)
+        charges = Charges.of([self._charge(c, zk) for c, zk in zip(clients, z)])
         for c in clients:
             self.deltas[c.client_id] = c.delta
         sigma = z * self.sensitivities(clients, round_index=info.round - 1)
@@ -180,16 +222,6 @@ class LocalGaussian(ReleaseSensitivity):
             per_sample_clip=self.config.clip if sample else None,
         )
 
-    def _warn_classic(self, charges: Sequence[Charge]) -> None:
-        eps_max = max((c.epsilon for c in charges), default=0.0)
-        if self.config.calibration == "classic" and not self._warned and eps_max >= 1.0:
-            self._warned = True
-            warnings.warn(
-                f"classic Gaussian calibration with per-round epsilon up to {eps_max:.3g} "
-                "(the bound assumes epsilon < 1)",
-                stacklevel=3,
-            )
-
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
     ) -> torch.Tensor:
@@ -198,13 +230,19 @@ class LocalGaussian(ReleaseSensitivity):
             updates.shape, plan.noise_std, like=updates, generator=generator
         )
 
-    def record_release(self, client_id: int, charge: Charge) -> None:
-        """The model reports each released (uploaded) update: feeds the closed-form column."""
-        self.tally.add(client_id, eps=charge.epsilon, noise_multiplier=charge.noise_multiplier)
+    def record_releases(self, client_ids: np.ndarray, charges: Charges) -> None:
+        """The budget reports each charged (sent) update: feeds the closed-form column.
+
+        The classic per-release ε at the release's δ share is what the papers' basic
+        composition adds up (paper 000 Alg. 2); the moments form adds 1/z².
+        """
+        for cid, charge in zip(client_ids.tolist(), charges):
+            eps = classic_epsilon(noise_multiplier=charge.noise_multiplier, delta=charge.delta)
+            self.tally.add(cid, eps=eps, noise_multiplier=charge.noise_multiplier)
 
     def closed_form_epsilon(self, client_id: int) -> float:
         """The paper's own ε for what ``client_id`` released so far."""
-        basic = self.config.calibration == "classic" or (
+        basic = self.config.calibration in ("classic", "analytic") or (
             self.config.calibration == "dpfl_bcs" and self.config.bcs_split == "per_round"
         )
         if basic:

@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, PositiveFloat
 
-from fedgame.privacy.accounting import check_supported
-from fedgame.privacy.base import Charge, PrivacyPlan, clip_rows
+from fedgame.privacy.accountants import check_describes, make_accountant
+from fedgame.privacy.base import Charge, Charges, PerClientCharges, PrivacyPlan, clip_rows
 from fedgame.privacy.calibrate import laplace_scale
 from fedgame.privacy.local_common import (
     ParticipationPlan,
@@ -40,7 +40,7 @@ def laplace_noise(
 
 
 @register("privacy", "laplace_local")
-class LocalLaplace(ReleaseSensitivity):
+class LocalLaplace(ReleaseSensitivity, PerClientCharges):
     """Clip each update (or per-sample gradient, FedSGD) to L1 norm C, add Laplace noise.
 
     Pure ε-DP per release with per-coordinate scale b_k = Δ1_k / ε_r,k (paper 000 Lemma 2 /
@@ -52,8 +52,9 @@ class LocalLaplace(ReleaseSensitivity):
     Δ1 = C (add/remove-one) or 2C (``adjacency: replace``, the papers' default here) for an
     update clipped to L1 norm C; at ``level: sample`` (FedSGD, per-sample L1 clipping,
     ``training.clip_norm: l1``) Δ1 = factor·η_t·C/D_k, the papers' 2ηξ1/D_n; DPFL-BCS stage-1
-    rounds use factor·η_t·(C + Θ)/D_k with the selection's ``loss_bound`` Θ (Eq. 13). Only the
-    ``basic`` accountant can account for it (RDP/PLD/zCDP are refused at validation).
+    rounds use factor·η_t·(C + Θ)/D_k with the selection's ``loss_bound`` Θ (Eq. 13). Each
+    release is described by z = b/Δ1 = 1/ε_r (a ``dp_accounting`` LaplaceDpEvent); ``basic``
+    (default, the papers' composition) adds ε_r up; ``rdp``, ``pld`` and ``zcdp`` also describe it.
     """
 
     placement = "local"
@@ -69,14 +70,14 @@ class LocalLaplace(ReleaseSensitivity):
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.accountant = config.accountant
+        self.accountant = make_accountant(config.accountant)
         self.factor = adjacency_factor(config.adjacency)
         self.training: Any = None
         self.participation = ParticipationPlan(config.participations)
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
-        check_supported(config.accountant, "laplace", key=f"{key}.accountant")
+        check_describes(config.accountant, "laplace", key=f"{key}.accountant")
         if config.level == "sample":
             check_sample_level(scenario, key=key, norm="l1")
 
@@ -99,7 +100,7 @@ class LocalLaplace(ReleaseSensitivity):
     @staticmethod
     def _charge(epsilon: float) -> Charge:
         # scale b = Δ1/ε, so b/Δ1 = 1/ε is the Laplace "noise multiplier"
-        return Charge("laplace", epsilon=epsilon, delta=0.0, noise_multiplier=1.0 / epsilon)
+        return Charge("laplace", noise_multiplier=1.0 / epsilon)
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
@@ -114,7 +115,7 @@ class LocalLaplace(ReleaseSensitivity):
         sample = self.config.level == "sample"
         return PrivacyPlan(
             tuple(c.client_id for c in clients),
-            tuple(self._charge(float(e)) for e in eps),
+            Charges("laplace", 1.0 / eps),
             scale,
             clip=None if sample else self.config.clip,
             per_sample_clip=self.config.clip if sample else None,

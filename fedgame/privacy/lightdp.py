@@ -56,7 +56,7 @@ def _design(
         delta=delta,
         sensitivity=sens,
     )
-    scale = ld.tail_constant(delta, calibration=cal) / ld.tail_constant(delta)  # type: ignore[arg-type]
+    scale = ld.tail_constant(delta, calibration=cal, epsilon=eps) / ld.tail_constant(delta)  # type: ignore[arg-type]
     return ld.LightDPNoise(d.sigma_pairwise * scale, d.sigma_individual * scale, d.gamma0)
 
 

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from fedgame.privacy.base import FREE, Charge, PrivacyPlan
+from fedgame.privacy.accountants import make_accountant
+from fedgame.privacy.base import Charges, PrivacyPlan
 from fedgame.registry import register
-from fedgame.views import ClientView, Response, RoundInfo
+from fedgame.views import ClientView, Response, RoundInfo, ids_of
 
 
 @register("privacy", "none")
@@ -18,24 +19,24 @@ class NoPrivacy:
 
     placement = "none"
     noise = "none"
-    accountant = "basic"
 
     def __init__(self, config: object) -> None:
         del config
+        self.accountant = make_accountant("basic")
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros_like(epsilon_total), np.zeros_like(delta_total)
 
-    def next_charge(self, client: ClientView) -> Charge:
-        return FREE
+    def next_charges(self, clients: Sequence[ClientView]) -> Charges:
+        return Charges("none", size=len(clients))
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
         k = len(clients)
-        return PrivacyPlan(tuple(c.client_id for c in clients), (FREE,) * k, np.zeros(k))
+        return PrivacyPlan(tuple(ids_of(clients).tolist()), Charges("none", size=k), np.zeros(k))
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator

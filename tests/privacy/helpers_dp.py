@@ -15,6 +15,14 @@ import fedgame.privacy.laplace_local  # noqa: F401
 from fedgame.views import ClientView
 
 
+def oracle_epsilon(kind: str, charge: Any, times: int, delta: float = 1e-5) -> float:
+    """ε of ``times`` releases ``charge`` from a fresh dp_accounting accountant (independent)."""
+    import dp_accounting as dpa
+
+    acc = dpa.rdp.RdpAccountant() if kind == "rdp" else dpa.pld.PLDAccountant()
+    return float(acc.compose(charge.event(), times).get_epsilon(delta))
+
+
 def view(
     cid: int,
     *,

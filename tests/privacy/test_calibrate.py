@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedgame.errors import ScenarioError
-from fedgame.privacy import calibrate as cal
+from fedgame.privacy.accountants import make_accountant
+from fedgame.privacy.base import Charge
 from fedgame.privacy.calibrate import (
-    accountant_sigma,
+    analytic_gaussian_sigma,
     bcs_sensitivity,
     classic_gaussian_sigma,
     dpfl_bcs_gaussian_sigma,
@@ -154,47 +155,56 @@ def _rdp_epsilon(z: float, steps: int, q: float, delta: float) -> float:
     return dpa.rdp.RdpAccountant().compose(event, steps).get_epsilon(delta)
 
 
+def calibrate(name: str, *, epsilon: float, delta: float, steps: int, q: float = 1.0) -> float:
+    """z for ``steps`` (subsampled) Gaussian releases under accountant ``name``."""
+    noise = "subsampled_gaussian" if q < 1 else "gaussian"
+    template = Charge(noise, sample_rate=q, delta=delta / max(steps, 1))  # type: ignore[arg-type]
+    return make_accountant(name).calibrate(
+        epsilon=epsilon, delta=delta, releases=steps, template=template
+    )
+
+
 @pytest.mark.parametrize(("steps", "q"), [(50, 1.0), (200, 0.05)])
-def test_accountant_sigma_rdp_round_trip(steps: int, q: float) -> None:
-    z = accountant_sigma(epsilon=1.0, delta=1e-5, steps=steps, sample_rate=q)
+def test_rdp_calibration_round_trip(steps: int, q: float) -> None:
+    z = calibrate("rdp", epsilon=1.0, delta=1e-5, steps=steps, q=q)
     eps = _rdp_epsilon(z, steps, q, 1e-5)
     assert eps <= 1.0
     assert eps == pytest.approx(1.0, abs=1e-3)
 
 
-def test_accountant_sigma_pld_round_trip() -> None:
-    z = accountant_sigma(epsilon=1.0, delta=1e-5, steps=20, accountant="pld")
+def test_pld_calibration_round_trip() -> None:
+    z = calibrate("pld", epsilon=1.0, delta=1e-5, steps=20)
     eps = dpa.pld.PLDAccountant().compose(dpa.GaussianDpEvent(z), 20).get_epsilon(1e-5)
     assert eps <= 1.0
     assert eps == pytest.approx(1.0, abs=0.02)
 
 
-def test_accountant_sigma_closed_forms_and_ordering() -> None:
+def test_calibration_closed_forms_and_ordering() -> None:
     kw = {"epsilon": 2.0, "delta": 1e-6, "steps": 30}
-    z_zcdp = accountant_sigma(accountant="zcdp", **kw)
-    assert zcdp_to_epsilon(30 / (2 * z_zcdp**2), delta=1e-6) == pytest.approx(2.0, rel=1e-9)
-    z_basic = accountant_sigma(accountant="basic", **kw)
-    per_step = classic_gaussian_sigma(sensitivity=1.0, epsilon=2.0 / 30, delta=1e-6 / 30)
-    assert z_basic == pytest.approx(per_step, rel=1e-9)
-    z_rdp = accountant_sigma(accountant="rdp", **kw)
-    z_pld = accountant_sigma(accountant="pld", **kw)
+    z_zcdp = calibrate("zcdp", **kw)
+    assert zcdp_to_epsilon(30 / (2 * z_zcdp**2), delta=1e-6) == pytest.approx(2.0, rel=1e-6)
+    z_basic = calibrate("basic", **kw)  # 30 exact releases at (2/30, 1e-6/30) each
+    per_step = analytic_gaussian_sigma(epsilon=2.0 / 30, delta=1e-6 / 30)
+    assert z_basic == pytest.approx(per_step, rel=1e-6)
+    z_rdp = calibrate("rdp", **kw)
+    z_pld = calibrate("pld", **kw)
     assert z_pld <= z_rdp <= z_zcdp <= z_basic
 
 
-def test_accountant_sigma_is_cached_and_conservative() -> None:
-    z1 = accountant_sigma(epsilon=0.7, delta=1e-5, steps=40)
-    hits = cal._accountant_sigma.cache_info().hits
-    z2 = accountant_sigma(epsilon=0.7 + 1e-14, delta=1e-5, steps=40)
-    assert z2 == z1
-    assert cal._accountant_sigma.cache_info().hits == hits + 1
+def test_calibration_is_cached_and_conservative() -> None:
+    acc = make_accountant("rdp")
+    template = Charge("gaussian", delta=1e-5 / 40)
+    z1 = acc.calibrate(epsilon=0.7, delta=1e-5, releases=40, template=template)
+    z2 = acc.calibrate(epsilon=0.7, delta=1e-5, releases=40, template=template)
+    assert z2 == z1 and len(acc._calibrated) == 1
     assert _rdp_epsilon(z2, 40, 1.0, 1e-5) <= 0.7
 
 
 def test_bad_inputs_name_the_key() -> None:
-    with pytest.raises(ScenarioError, match="accountant"):
-        accountant_sigma(epsilon=1.0, delta=1e-5, steps=10, accountant="moments")
-    with pytest.raises(ScenarioError, match="steps"):
-        accountant_sigma(epsilon=1.0, delta=1e-5, steps=0)
+    with pytest.raises(ScenarioError, match="releases"):
+        calibrate("rdp", epsilon=1.0, delta=1e-5, steps=0)
+    with pytest.raises(ScenarioError, match="finite"):
+        calibrate("rdp", epsilon=math.inf, delta=1e-5, steps=3)
     with pytest.raises(ScenarioError, match="delta"):
         classic_gaussian_sigma(sensitivity=1.0, epsilon=1.0, delta=1.5)
     with pytest.raises(ScenarioError, match="calibration"):

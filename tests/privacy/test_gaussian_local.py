@@ -7,10 +7,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers_dp import scenario, view
+from helpers_dp import oracle_epsilon, scenario, view
 
-from fedgame.privacy.accounting import PldAccountant, RdpAccountant
-from fedgame.privacy.calibrate import accountant_sigma, epsilon_to_zcdp
+from fedgame.privacy.accountants import make_accountant
+from fedgame.privacy.base import Charge
+from fedgame.privacy.calibrate import analytic_gaussian_sigma, epsilon_to_zcdp
 from fedgame.privacy.gaussian_local import (
     LocalGaussian,
     classic_epsilon,
@@ -33,7 +34,6 @@ def empirical_std(mech, plan, width=100_000):
     return out.std(dim=1).numpy()
 
 
-@pytest.mark.filterwarnings("ignore:classic Gaussian")
 def test_classic_sigma_is_dwork_roth_per_participation():
     mech = LocalGaussian(LocalGaussian.Config(calibration="classic", clip=2.0))
     mech.epsilon_per_round(np.array([8.0]), np.array([1e-5]), participations=4)
@@ -43,7 +43,16 @@ def test_classic_sigma_is_dwork_roth_per_participation():
     expected = [2.0 * math.sqrt(2 * math.log(1.25 * 4 / 1e-5)) / (e / 4) for e in (2.0, 3.6)]
     np.testing.assert_allclose(plan.noise_std, expected, rtol=1e-12)
     np.testing.assert_allclose(empirical_std(mech, plan), expected, rtol=0.01)
-    assert plan.charges[0].epsilon == pytest.approx(0.5)
+    assert plan.charges[0].delta == pytest.approx(1e-5 / 4)
+
+
+def test_analytic_sigma_is_exact_per_participation():
+    mech = LocalGaussian(LocalGaussian.Config(calibration="analytic", clip=2.0))
+    mech.epsilon_per_round(np.array([8.0]), np.array([1e-5]), participations=4)
+    plan = plan_for(mech, [view(0, eps_total=20.0)])  # eps_r = 5 >= 1: still exact
+    assert mech.accountant.name == "basic"
+    expected = 2.0 * analytic_gaussian_sigma(epsilon=5.0, delta=1e-5 / 4)
+    assert plan.noise_std[0] == pytest.approx(expected, rel=1e-12)
 
 
 def test_dpfl_bcs_sigma_is_paper_000_lemma_1():
@@ -71,10 +80,7 @@ def test_accountant_calibration_meets_budget_under_rdp_and_pld_oracle():
     plan = plan_for(mech, clients)
     np.testing.assert_allclose(empirical_std(mech, plan), plan.noise_std, rtol=0.01)
     for client, charge in zip(clients, plan.charges):
-        rdp, pld = RdpAccountant(), PldAccountant()
-        for acc in (rdp, pld):
-            acc.step(noise_multiplier=charge.noise_multiplier, steps=10)
-        eps_rdp, eps_pld = rdp.epsilon(delta=1e-5), pld.epsilon(delta=1e-5)
+        eps_rdp, eps_pld = oracle_epsilon("rdp", charge, 10), oracle_epsilon("pld", charge, 10)
         assert eps_rdp <= client.epsilon_total * (1 + 1e-6)
         assert eps_rdp >= 0.98 * client.epsilon_total  # tight: not over-noised
         assert 0.6 * eps_rdp <= eps_pld <= eps_rdp * 1.01  # PLD is the tighter oracle
@@ -89,7 +95,10 @@ def test_accountant_z_cached_per_budget():
     a = mech.next_charge(view(0, eps_total=2.0))
     b = mech.next_charge(view(7, eps_total=2.0))
     assert a.noise_multiplier == b.noise_multiplier and len(mech._z_cache) == 1
-    assert a.noise_multiplier == accountant_sigma(epsilon=2.0, delta=1e-5, steps=5)
+    z = make_accountant("rdp").calibrate(
+        epsilon=2.0, delta=1e-5, releases=5, template=Charge("gaussian", delta=2e-6)
+    )
+    assert a.noise_multiplier == z
 
 
 def test_closed_form_columns_values():
@@ -130,5 +139,10 @@ def test_sample_level_end_to_end_uses_fedsgd(tiny):
     assert result.completed and len(up) > 0
     # noise_std in update units = z_k * 2 eta C / D_k, T = ceil(3 rounds * 5/12) = 2
     for _, row in up.head(4).iterrows():
-        z = accountant_sigma(epsilon=row["epsilon_total"], delta=1e-5, steps=2)
+        z = make_accountant("rdp").calibrate(
+            epsilon=row["epsilon_total"],
+            delta=1e-5,
+            releases=2,
+            template=Charge("gaussian", delta=5e-6),
+        )
         assert row["noise_std"] == pytest.approx(z * 2 * 0.5 * 1.0 / row["dataset_size"])

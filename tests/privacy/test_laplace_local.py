@@ -51,7 +51,8 @@ def test_scale_matches_paper_002_theorem_1():
     plan = mech.plan([client], [Response(0, True)], info=RoundInfo(1, 20, 1))
     assert plan.noise_std[0] == pytest.approx(0.01 * 200 / 1.0)
     assert plan.per_sample_clip == 300.0 and plan.clip is None
-    assert plan.charges[0].noise == "laplace" and plan.charges[0].epsilon == pytest.approx(0.05)
+    assert plan.charges[0].noise == "laplace"
+    assert 1 / plan.charges[0].noise_multiplier == pytest.approx(0.05)
 
 
 def test_update_level_scale_is_paper_000_lemma_2():

@@ -12,6 +12,7 @@ from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.correlated import BoundedStragglers
 from fedgame.mechanisms.faults.independent import NoFaults
 from fedgame.privacy.baselines import IdealSmpc, LocalDP, SmpcDP
+from fedgame.privacy.calibrate import analytic_gaussian_sigma
 from fedgame.privacy.lightdp import LightDP, pair_arrays, pairwise_noise
 from fedgame.run.single import simulate
 from fedgame.scenario.load import validate
@@ -91,7 +92,7 @@ def test_residual_with_stragglers_matches_eq9(s):
 def test_design_matches_example1_and_falls_back():
     n = 50
     faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
-    mech = prepared(LightDP, n, faults, max_colluders=10)
+    mech = prepared(LightDP, n, faults, max_colluders=10, calibration="lightdp")
     plan_for(mech, n)
     assert mech.design.gamma0 == pytest.approx(0.079656, abs=1e-6)
     c = ld.tail_constant(1e-5)
@@ -99,7 +100,7 @@ def test_design_matches_example1_and_falls_back():
     assert mech.design.sigma_individual == pytest.approx(0.9477, abs=1e-4)
     assert mech.design.sigma_pairwise == pytest.approx(0.2675, abs=1e-4)
     # mu >= N - C_bar - 1 (C_bar = 44, S_bar = 10): no positive root, plain local DP
-    mech2 = prepared(LightDP, n, faults, max_colluders=44)
+    mech2 = prepared(LightDP, n, faults, max_colluders=44, calibration="lightdp")
     plan_for(mech2, n)
     assert mech2.design.gamma0 == 0.0
     assert mech2.design.sigma_individual == pytest.approx(c / 3.0)
@@ -123,12 +124,30 @@ def test_effective_noise_counts_only_honest_partners():
 def test_ldp_and_smpc_noise_levels():
     n = 50
     faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
-    ldp = prepared(LocalDP, n, faults)
-    smpc = prepared(SmpcDP, n, faults, max_colluders=10)
+    ldp = prepared(LocalDP, n, faults, calibration="lightdp")
+    smpc = prepared(SmpcDP, n, faults, max_colluders=10, calibration="lightdp")
     s_l = plan_for(ldp, n).noise_std
     s_s = plan_for(smpc, n).noise_std
     assert s_l[0] == pytest.approx(ld.tail_constant(1e-5) / 3.0)
     assert s_s[0] == pytest.approx(s_l[0] / np.sqrt(30))
+
+
+def test_default_analytic_calibration_scales_every_scheme_alike():
+    """Default: σ_L is the analytic Gaussian σ of (ε, δ) = (3, 1e-5); LightDP's design keeps
+    its Example-1 ratio γ0, both terms scaled by σ_L(analytic)/σ_L(paper constant)."""
+    n = 50
+    faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
+    sigma_l = analytic_gaussian_sigma(epsilon=3.0, delta=1e-5)
+    assert plan_for(prepared(LocalDP, n, faults), n).noise_std[0] == pytest.approx(sigma_l)
+    paper = prepared(LightDP, n, faults, max_colluders=10, calibration="lightdp")
+    exact = prepared(LightDP, n, faults, max_colluders=10)
+    plan_for(paper, n)
+    plan = plan_for(exact, n)
+    ratio = sigma_l / (ld.tail_constant(1e-5) / 3.0)
+    assert exact.design.gamma0 == pytest.approx(paper.design.gamma0)
+    assert exact.design.sigma_individual == pytest.approx(paper.design.sigma_individual * ratio)
+    # each release is described as the local-DP Gaussian it is worth: z = σ_L / Δ
+    assert plan.charges[0].noise_multiplier == pytest.approx(sigma_l)
 
 
 def test_smpc_round_fails_when_masks_cannot_be_recovered():
@@ -236,7 +255,13 @@ def test_incomplete_graph_uses_ldp_floor():
     n = 20
     ring = nx.cycle_graph(n)
     mech = prepared(
-        LightDP, n, NoFaults(None), graph=ring, max_colluders=2, incomplete_graph="ldp_floor"
+        LightDP,
+        n,
+        NoFaults(None),
+        graph=ring,
+        max_colluders=2,
+        incomplete_graph="ldp_floor",
+        calibration="lightdp",
     )
     plan_for(mech, n)
     assert mech.design.sigma_individual == pytest.approx(ld.tail_constant(1e-5) / 3.0)

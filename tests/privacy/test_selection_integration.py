@@ -97,7 +97,7 @@ def test_laplace_scale_and_charge_use_T_n():
     plan = mech.plan(clients, [Response(0, True), Response(1, True)], info=RoundInfo(5, 10, 2))
     # b = T Delta1 / eps with Delta1 = 2C: 4 * 2 / 2 = 4 and 1 * 2 / 2 = 1
     np.testing.assert_allclose(plan.noise_std, [4.0, 1.0])
-    assert mech.next_charge(clients[0]).epsilon == pytest.approx(0.5)
+    assert 1 / mech.next_charge(clients[0]).noise_multiplier == pytest.approx(0.5)
 
 
 def test_bcs_model_sigma_at_own_T_n_and_stage1_sensitivity():

@@ -24,9 +24,11 @@ def test_sigma_from_response_rho_or_fixed_default():
     )
     # sigma^2 = 2 C^2 / (rho |D|^2): 8/(0.02*1e4) = 0.04 ; 8/(0.5*2500) = 0.0064
     np.testing.assert_allclose(plan.noise_std, [0.2, 0.08])
-    assert [c.rho for c in plan.charges] == [0.02, 0.5]
+    # a Gaussian release of multiplier z costs rho = 1 / (2 z^2) (Bun & Steinke Prop. 1.6)
+    rho = [1 / (2 * c.noise_multiplier**2) for c in plan.charges]
+    np.testing.assert_allclose(rho, [0.02, 0.5], rtol=1e-12)
     assert plan.charges[0].noise_multiplier == pytest.approx(1 / math.sqrt(0.04))
-    assert mech.next_charge(clients[0]).rho == 0.5
+    assert mech.next_charges(clients)[0].noise_multiplier == pytest.approx(1.0)
 
 
 def test_privatise_clips_then_noises():
