@@ -1,15 +1,27 @@
+# Run inside a virtual environment (see the README's set-up), or pass PYTHON=path/to/python.
 PYTHON ?= python3
+PIP := $(PYTHON) -m pip install -q
 
-.PHONY: install run test lint bench
+.PHONY: install install-dev run test check bench
 
+# What the quickstart needs: the pinned torch (CPU wheel where one is found) and fedgame itself.
 install:
-	$(PYTHON) -m pip install -q torch==2.13.0
-	$(PYTHON) -m pip install -q -e ".[dev,distributed]"
+	$(PIP) torch==2.13.0
+	$(PIP) -e .
+
+# The above plus the pinned lint, type-check and test tools, and Ray (the suite tests the
+# Ray executor).
+install-dev:
+	$(PIP) torch==2.13.0
+	$(PIP) -e ".[dev,distributed]"
 
 run: install
-	fedgame run scenarios/quickstart.yaml
+	$(PYTHON) -m fedgame run scenarios/quickstart.yaml
 
-test:
+test: install-dev check
+
+# ruff + mypy + pytest, without installing anything first.
+check:
 	$(PYTHON) -m ruff check fedgame tests bench analysis
 	$(PYTHON) -m mypy
 	$(PYTHON) -m pytest

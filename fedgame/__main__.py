@@ -1,7 +1,8 @@
-"""``python -m fedgame`` runs the command line."""
+"""``python -m fedgame`` runs the command line (the same as the ``fedgame`` script)."""
 
 import sys
 
 from fedgame.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

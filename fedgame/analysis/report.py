@@ -1,52 +1,76 @@
 """``fedgame report``: a self-contained Markdown report (``report.md`` + PNGs) for a run or sweep.
 
 The report folder (default ``RESULT_DIR/report``) holds ``report.md`` and the figures it links
-by relative path, so the folder can be moved or attached as it is.
+by relative path, so the folder can be moved or attached as it is. It names the mechanisms
+(from the runs' resolved scenarios) and writes only the sections that apply: the reward,
+cost and Σρ columns, the equilibrium section, its elasticities and the market figures need
+an incentive other than ``none``.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from fedgame.analysis import figures
 from fedgame.analysis.equilibrium import equilibrium_table, response
 from fedgame.analysis.load import find_runs, load_run
+from fedgame.analysis.markdown import (
+    column_notes,
+    denoise,
+    grid_text,
+    incentive_kinds,
+    md_table,
+    mechanism_table,
+    readable_keys,
+    with_ci,
+)
+from fedgame.analysis.quantities import plural, quantity
 from fedgame.analysis.summary import run_metrics, summarise
 from fedgame.analysis.sweep import find_sweep, load_sweep
 from fedgame.errors import FedGameError
 
+__all__ = ["md_table", "run_report", "sweep_report", "write_report"]
 
-def md_table(frame: pd.DataFrame, *, digits: int = 4) -> str:
-    """A GitHub-flavoured Markdown table of ``frame`` (floats to ``digits`` significant)."""
+SUMMARY_METRICS = (
+    "final_accuracy",
+    "rounds_to_target",
+    "participation_rate",
+    "final_epsilon_mean",
+    "epsilon_p90",
+    "total_reward",
+    "server_cost",
+    "reward",
+    "sum_rho",
+    "nash_gap_max",
+)
+#: metrics that only mean something when the leader offers a reward
+INCENTIVE_METRICS = ("total_reward", "server_cost", "reward", "sum_rho", "nash_gap_max")
+SUMMARY_NOTE = (
+    "Each cell is the mean over the grid point's replicates with its 95% Student-t interval "
+    "in brackets, clipped to the range the quantity can take; – marks no value (e.g. the "
+    "target accuracy never reached)."
+)
+BAND_NOTE = (
+    "Lines are means over the runs of each grid point; bands and brackets are 95% Student-t "
+    "intervals over those runs, clipped to the range the quantity can take."
+)
 
-    def cell(v: object) -> str:
-        if isinstance(v, float):
-            return "" if math.isnan(v) else f"{v:.{digits}g}"
-        return str(v).replace("|", "\\|")
 
-    head = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
-    return "\n".join([head, rule, *body])
+def _has_incentive(scenarios: Sequence[Mapping[str, Any]], rounds: pd.DataFrame) -> bool:
+    if scenarios:
+        return incentive_kinds(scenarios) != {"none"}
+    return "reward" in rounds and bool(rounds["reward"].fillna(0).ne(0).any())
 
 
-def _with_ci(table: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
-    """Mean columns rendered as ``mean [lo, hi]`` text."""
-    out = table[[*keys, "n"]].copy()
-    for m in metrics:
-        if m not in table:
-            continue
-        out[m] = [
-            "–"
-            if math.isnan(v)
-            else f"{v:.4g}" + ("" if math.isnan(lo) else f" [{lo:.3g}, {hi:.3g}]")
-            for v, lo, hi in zip(table[m], table[f"{m}_lo"], table[f"{m}_hi"])
-        ]
-    return out
+def _mechanisms(scenarios: Sequence[Mapping[str, Any]]) -> list[str]:
+    table = mechanism_table(scenarios)
+    if table.empty:
+        return []
+    return ["## Mechanisms", "", md_table(table), ""]
 
 
 def _figure_lines(made: dict[str, Path | None], out: Path) -> list[str]:
@@ -57,95 +81,116 @@ def _figure_lines(made: dict[str, Path | None], out: Path) -> list[str]:
     ]
 
 
-def _mechanism_key(keys: Sequence[str]) -> list[str]:
-    """The grid key that names a mechanism (``incentive.kind``...), else the first key."""
-    for key in keys:
-        if key.endswith(".kind") or key in ("incentive", "privacy", "selection", "policy"):
-            return [key]
-    return list(keys[:1])
+def _equilibrium(rounds: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """Equilibrium values per grid point, and the response to the population (or first key)."""
+    eq = equilibrium_table(rounds, by=keys)
+    eq = denoise(eq, [c for c in eq.columns if c not in keys])
+    cols = [c for c in eq.columns if c not in keys and not c.endswith(("_lo", "_hi"))]
+    table = readable_keys(eq[[*keys, *cols]], keys)
+    lines = ["## Equilibrium (mean of the last 5 rounds)", "", md_table(table), ""]
+    numeric = [k for k in keys if pd.api.types.is_numeric_dtype(eq[k]) and eq[k].nunique() >= 2]
+    if numeric:
+        x = "population.clients" if "population.clients" in numeric else numeric[0]
+        lines += [f"### Response to `{x}` (slope and elasticity d ln y / d ln x)", ""]
+        others = [k for k in keys if k != x]
+        lines += [md_table(readable_keys(response(eq, x=x), others)), ""]
+    return lines
 
 
-SUMMARY_METRICS = (
-    "final_accuracy",
-    "rounds_to_target",
-    "total_reward",
-    "server_cost",
-    "participation_rate",
-    "final_epsilon_mean",
-    "epsilon_p90",
-    "reward",
-    "sum_rho",
-    "nash_gap_max",
-)
+def _heatmaps(
+    summary: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str], out: Path
+) -> dict[str, Path | None]:
+    x, y, rest = keys[0], keys[1], list(keys[2:])
+    return {
+        f"Heatmap: {quantity(m).name} ({x} × {y})": figures.heatmap(
+            summary, x=x, y=y, value=m, by=rest, path=out / f"heatmap_{m}.png"
+        )
+        for m in metrics
+    }
 
 
 def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
+    """Write the report of the sweep at ``sweep_dir`` into ``out``; return report.md's path."""
     sweep = load_sweep(sweep_dir)
-    keys, rounds = sweep.keys, sweep.rounds
-    runs = sweep.runs
+    keys, rounds, runs = sweep.keys, sweep.rounds, sweep.runs
+    scenarios = list(sweep.scenarios.values())
+    replicates = int(sweep.info.get("replicates", 1))
+    grid = sweep.info.get("grid", {})
     lines = [f"# Sweep report: {sweep.info.get('name')}", "", f"Folder: `{sweep.path}`", ""]
-    lines += [f"Grid: `{sweep.info.get('grid')}`, {sweep.info.get('replicates')} replicates.", ""]
+    lines += [f"Grid: {grid_text(grid)}; {plural(replicates, 'replicate')} per grid point.", ""]
     counts = runs["status"].value_counts().to_dict()
     lines += ["Runs: " + ", ".join(f"{v} {k}" for k, v in counts.items()), ""]
+    lines += _mechanisms(scenarios)
     if rounds.empty:
         (out / "report.md").write_text("\n".join([*lines, "No finished run yet.", ""]))
         return out / "report.md"
+    incentive = _has_incentive(scenarios, rounds)
     summary = summarise(sweep, target=target)
-    lines += [f"## Summary per grid point (mean [95% CI]; target accuracy {target})", ""]
-    lines += [md_table(_with_ci(summary, keys, SUMMARY_METRICS)), ""]
-    if keys:
-        eq = equilibrium_table(rounds, by=keys)
-        eq_cols = [c for c in eq.columns if c not in keys and not c.endswith(("_lo", "_hi"))]
-        lines += ["## Equilibrium (mean of the last 5 rounds)", "", md_table(eq[[*keys, *eq_cols]])]
-        x = "population.clients" if "population.clients" in keys else keys[0]
-        if pd.api.types.is_numeric_dtype(eq[x]):
-            lines += ["", f"### Response to `{x}`", "", md_table(response(eq, x=x)), ""]
-    mech = _mechanism_key(keys)
+    metrics = [
+        m for m in SUMMARY_METRICS if m in summary and (incentive or m not in INCENTIVE_METRICS)
+    ]
+    lines += [f"## Summary per grid point (target accuracy {target})", "", SUMMARY_NOTE, ""]
+    lines += [md_table(with_ci(summary, keys, metrics)), "", column_notes(metrics) + ".", ""]
+    if keys and incentive:
+        lines += _equilibrium(rounds, keys)
     made = {
-        "Test accuracy": figures.accuracy_curves(rounds, path=out / "accuracy.png", by=mech),
+        "Test accuracy": figures.accuracy_curves(rounds, path=out / "accuracy.png", by=keys),
         "Participation": figures.participation_curves(
-            rounds, path=out / "participation.png", by=mech
+            rounds, path=out / "participation.png", by=keys
         ),
-        "Reward and Σρ": figures.trajectories(rounds, path=out / "trajectories.png", by=mech),
-        "ε spent (CDF)": figures.epsilon_cdf(sweep.clients, path=out / "epsilon_cdf.png", by=mech),
+        "ε spent (CDF)": figures.epsilon_cdf(sweep.clients, path=out / "epsilon_cdf.png", by=keys),
     }
+    if incentive:
+        made["Reward and Σρ"] = figures.trajectories(rounds, path=out / "trajectories.png", by=keys)
     if len(keys) >= 2:
-        for metric in ("final_accuracy", "participation_rate", "reward", "sum_rho"):
-            made[f"Heatmap: {metric}"] = figures.heatmap(
-                summary, x=keys[0], y=keys[1], value=metric, path=out / f"heatmap_{metric}.png"
-            )
-    lines += ["## Figures", "", *_figure_lines(made, out)]
+        maps = [
+            "final_accuracy",
+            "participation_rate",
+            *(["reward", "sum_rho"] if incentive else []),
+        ]
+        made |= _heatmaps(summary, keys, [m for m in maps if m in summary], out)
+    lines += ["## Figures", "", BAND_NOTE, "", *_figure_lines(made, out)]
     failed = runs[runs["status"] == "failed"]
     if len(failed):
-        lines += ["## Failed runs", "", md_table(failed[["run_id", *keys, "message"]]), ""]
+        failed = readable_keys(failed[["run_id", *keys, "message"]], keys)
+        lines += ["## Failed runs", "", md_table(failed), ""]
     (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
     return out / "report.md"
 
 
 def run_report(run_dir: Path, out: Path, *, target: float) -> Path:
+    """Write the report of the newest run at ``run_dir`` into ``out``; return its path."""
     run = load_run(run_dir)
     clients_n = run.scenario.get("population", {}).get(
         "clients", run.clients["client_id"].nunique()
     )
     rounds = run.rounds.assign(run_id=run.path.name, num_clients=clients_n)
     clients = run.clients.assign(run_id=run.path.name)
+    scenarios = [run.scenario] if run.scenario else []
+    incentive = _has_incentive(scenarios, rounds)
     m = run.manifest
     lines = [f"# Run report: {m.get('scenario')} / {run.path.name}", "", f"Folder: `{run.path}`"]
-    lines += ["", f"Status: {run.status}; {m.get('rounds_completed')} rounds; seed {m.get('seed')}"]
-    lines += [f"replicate {m.get('replicate')}; device {m.get('device')}.", ""]
-    metrics = run_metrics(rounds, clients, target=target).drop(columns="run_id")
+    rounds_done = plural(int(m.get("rounds_completed") or 0), "round")
     lines += [
-        "## Final metrics",
         "",
-        md_table(metrics.T.reset_index().set_axis(["metric", "value"], axis=1)),
-        "",
+        f"Status: {run.status}; {rounds_done}; seed {m.get('seed')}; "
+        f"replicate {m.get('replicate')}; device {m.get('device')}.",
     ]
+    lines += ["", *_mechanisms(scenarios)]
+    metrics = run_metrics(rounds, clients, target=target).drop(columns="run_id")
+    if not incentive:
+        metrics = metrics.drop(columns=[c for c in INCENTIVE_METRICS if c in metrics])
+    table = metrics.T.reset_index().set_axis(["metric", "value"], axis=1)
+    table["value"] = table["value"].astype(float)
+    table["measures"] = [quantity(c).label for c in table["metric"]]
+    lines += [f"## Final metrics (target accuracy {target})", "", md_table(table), ""]
     made = {
         "Test accuracy": figures.accuracy_curves(rounds, path=out / "accuracy.png"),
         "Participation": figures.participation_curves(rounds, path=out / "participation.png"),
-        "Reward and Σρ": figures.trajectories(rounds, path=out / "trajectories.png"),
         "ε spent (CDF)": figures.epsilon_cdf(clients, path=out / "epsilon_cdf.png"),
     }
+    if incentive:
+        made["Reward and Σρ"] = figures.trajectories(rounds, path=out / "trajectories.png")
     lines += ["## Figures", "", *_figure_lines(made, out)]
     (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
     return out / "report.md"

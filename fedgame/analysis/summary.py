@@ -38,6 +38,25 @@ def t_interval(values: Sequence[float], *, level: float = 0.95) -> tuple[float, 
     return mean, mean - half, mean + half
 
 
+def interval_table(
+    frame: pd.DataFrame, column: str, *, by: Sequence[str], level: float = 0.95
+) -> pd.DataFrame:
+    """Per group of ``by``: ``n``, ``mean``, ``lo``, ``hi`` of ``column`` (vectorised t-interval).
+
+    The same interval as :func:`t_interval` (NaN bounds where n < 2), for many groups at once,
+    e.g. ``by=["round"]`` over a grid point's replicates.
+    """
+    g = frame.groupby(list(by), sort=True)[column]
+    out = g.agg(n="count", mean="mean", sd="std").reset_index()
+    n = out["n"].to_numpy(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = stats.t.ppf((1 + level) / 2, np.where(n >= 2, n - 1, np.nan))
+        half = t * out["sd"].to_numpy(float) / np.sqrt(n)
+    out["lo"] = out["mean"] - half
+    out["hi"] = out["mean"] + half
+    return out.drop(columns="sd")
+
+
 def rounds_to_target(accuracy: Sequence[float], *, target: float) -> float:
     """First round (1-based) whose accuracy reaches ``target``; NaN if none does.
 

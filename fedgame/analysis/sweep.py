@@ -54,11 +54,18 @@ def _run_keys(runs: Sequence[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(k for r in runs for k in r["point"]))
 
 
-def _num_clients(run_dir: Path) -> int | None:
+def _resolved(run_dir: Path) -> dict[str, Any] | None:
     try:
         scenario = yaml.safe_load((run_dir / "scenario.resolved.yaml").read_text())
-        return int(scenario["population"]["clients"])
-    except (OSError, KeyError, TypeError, ValueError):
+    except (OSError, yaml.YAMLError):
+        return None
+    return scenario if isinstance(scenario, dict) else None
+
+
+def _num_clients(run_dir: Path) -> int | None:
+    try:
+        return int((_resolved(run_dir) or {})["population"]["clients"])
+    except (KeyError, TypeError, ValueError):
         return None
 
 
@@ -121,6 +128,16 @@ class Sweep:
     def clients(self) -> pd.DataFrame:
         """One row per finished run x round x client, with the swept keys."""
         return _stack(self.path, self.plan_runs, "clients")
+
+    @cached_property
+    def scenarios(self) -> dict[str, dict[str, Any]]:
+        """The resolved scenario of each run that has one (``scenario.resolved.yaml``)."""
+        out = {}
+        for run in self.plan_runs:
+            scenario = _resolved(self.path / "runs" / run["run_id"])
+            if scenario is not None:
+                out[run["run_id"]] = scenario
+        return out
 
     @cached_property
     def runs(self) -> pd.DataFrame:
