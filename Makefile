@@ -1,6 +1,6 @@
 PYTHON ?= python3
 
-.PHONY: install run test lint bench
+.PHONY: install run test lint bench reproduce
 
 install:
 	$(PYTHON) -m pip install -q torch==2.13.0
@@ -16,3 +16,9 @@ test:
 
 bench:
 	$(PYTHON) bench/round_speed.py
+
+# Rerun every paper's analysis (5 seeds, about an hour on 2 cores) and regenerate the tables
+# and figures in docs/ (not part of `make test`; `python analysis/reproduce.py --quick` is the
+# minutes-long preview, written under results/analysis/).
+reproduce:
+	$(PYTHON) analysis/reproduce.py --docs docs
