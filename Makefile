@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip install -q
 
-.PHONY: install install-dev run test check bench
+.PHONY: install install-dev run test check bench reproduce
 
 # What the quickstart needs: the pinned torch (CPU wheel where one is found) and fedgame itself.
 install:
@@ -28,3 +28,9 @@ check:
 
 bench:
 	$(PYTHON) bench/round_speed.py
+
+# Rerun every paper's analysis (5 seeds, 45 minutes on 2 shared cores) and regenerate the tables
+# and figures in docs/ (not part of `make test`; `python analysis/reproduce.py --quick` is the
+# minutes-long preview, written under results/analysis/).
+reproduce:
+	$(PYTHON) analysis/reproduce.py --docs docs

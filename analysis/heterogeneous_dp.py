@@ -1,49 +1,62 @@
 """Heterogeneous DP budgets: ε spent per client over rounds and participation as budgets run out.
 
-Runs ``scenarios/heterogeneous_dp.yaml`` (or loads a finished run folder with ``--load``),
-optionally a counterfactual where every client has a relaxed budget (``--baseline``), writes
-``heterogeneous_dp.png`` and prints a summary table.
+Runs ``scenarios/heterogeneous_dp.yaml`` on seeds 0..N-1 (or loads one finished run folder
+with ``--load``), optionally a counterfactual where every client has a relaxed budget
+(``--baseline``), writes ``figures/heterogeneous_dp.png`` (seed 0) and a summary table per
+client group (mean ± 95% CI over seeds).
 
-    python analysis/heterogeneous_dp.py --out results/analysis --baseline
+    python analysis/heterogeneous_dp.py --baseline
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 from pathlib import Path
+from typing import Any
 
-import matplotlib
+import _shared
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-import pandas as pd
-import torch
-
-import fedgame.privacy.gaussian_local  # noqa: F401  (registers gaussian_local)
-from fedgame.run.single import simulate
-from fedgame.scenario.load import load_scenario
-
-SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "heterogeneous_dp.yaml"
+NAME = "heterogeneous_dp"
+DEFAULTS = _shared.Defaults(seeds=5, rounds=100, quick_seeds=2, quick_rounds=8)
+SCENARIO = _shared.ROOT / "scenarios" / "heterogeneous_dp.yaml"
 SENSITIVE = 1.0  # ε_total below this marks a privacy-sensitive client
+RELAXED = {"dist": "uniform", "low": 5.0, "high": 10.0}
+METRICS = (
+    "final_accuracy",
+    "eps_spent_median",
+    "budget_used_median",
+    "closed_form_median",
+    "participations_mean",
+    "round_active_below_90pct",
+    "round_active_below_50pct",
+    "active_at_end",
+)
 
 
-def run(overrides: list[str], out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    result = simulate(load_scenario(SCENARIO, overrides), out_dir=out)
-    return result.rounds, result.clients
+def build_parser() -> Any:
+    p = _shared.parser(NAME, __doc__ or "", DEFAULTS)
+    p.add_argument("--load", type=Path, help="a finished run folder to summarise instead")
+    p.add_argument("--baseline", action="store_true", help="also run all-relaxed budgets")
+    return p
 
 
-def load(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    return pd.read_parquet(folder / "rounds.parquet"), pd.read_parquet(folder / "clients.parquet")
+def run_one(job: dict[str, Any]) -> dict[str, Any]:
+    """Rounds and clients tables of one run (as records, to cross process boundaries)."""
+    result = _shared.simulate(job["scenario"])
+    return {
+        "label": job["label"],
+        "seed": job["seed"],
+        "rounds": result.rounds,
+        "clients": result.clients,
+    }
 
 
-def first_round_below(rounds: pd.DataFrame, fraction: float, total: int) -> float:
+def first_round_below(rounds: Any, fraction: float, total: int) -> float:
     below = rounds.loc[rounds["active_clients"] < fraction * total, "round"]
     return float(below.iloc[0]) if len(below) else float("nan")
 
 
-def summary(rounds: pd.DataFrame, clients: pd.DataFrame, label: str) -> pd.DataFrame:
-    """One row per client group: final ε spent, budget use, participations, closed form."""
+def summary(rounds: Any, clients: Any) -> Any:
+    """One row per client group: ε spent, budget use, participations, closed form, timing."""
     n = clients["client_id"].nunique()
     last = clients[clients["round"] == clients["round"].max()].copy()
     last["group"] = (last["epsilon_total"] < SENSITIVE).map({True: "sensitive", False: "relaxed"})
@@ -52,25 +65,24 @@ def summary(rounds: pd.DataFrame, clients: pd.DataFrame, label: str) -> pd.DataF
     last["participations"] = last["client_id"].map(parts)
     table = last.groupby("group").agg(
         clients=("client_id", "size"),
-        eps_total_median=("epsilon_total", "median"),
-        eps_spent_min=("epsilon_spent", "min"),
         eps_spent_median=("epsilon_spent", "median"),
-        eps_spent_max=("epsilon_spent", "max"),
         budget_used_median=("used", "median"),
         closed_form_median=("epsilon_closed_form", "median"),
         participations_mean=("participations", "mean"),
     )
-    acc = rounds["test_accuracy"]
-    table.insert(0, "run", label)
-    table["final_accuracy"] = acc.tail(10).mean()
-    table["best_accuracy"] = acc.max()
+    table["final_accuracy"] = rounds["test_accuracy"].tail(10).mean()
     table["round_active_below_90pct"] = first_round_below(rounds, 0.9, n)
     table["round_active_below_50pct"] = first_round_below(rounds, 0.5, n)
     table["active_at_end"] = rounds["active_clients"].iloc[-1]
     return table
 
 
-def plot(runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], path: Path) -> None:
+def plot(runs: dict[str, tuple[Any, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     rounds, clients = runs["heterogeneous"]
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     for _, rows in clients.groupby("client_id"):
@@ -92,35 +104,67 @@ def plot(runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], path: Path) -> None
     axes[1].legend()
     for label, (r, _) in runs.items():
         axes[2].plot(r["round"], r["test_accuracy"], label=label)
-    axes[2].set(xlabel="round", ylabel="test accuracy", title="global model")
+    axes[2].set(xlabel="round", ylabel="test accuracy", title="global model (seed 0)")
     axes[2].legend()
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("results/heterogeneous_dp_analysis"))
-    parser.add_argument("--load", type=Path, help="a finished run folder to plot instead")
-    parser.add_argument("--rounds", type=int, help="override the scenario's rounds")
-    parser.add_argument("--baseline", action="store_true", help="also run all-relaxed budgets")
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    logging.getLogger("absl").setLevel(logging.ERROR)
-    args.out.mkdir(parents=True, exist_ok=True)
-    overrides = [f"rounds={args.rounds}"] if args.rounds else []
-    runs = {"heterogeneous": load(args.load) if args.load else run(overrides, args.out)}
-    if args.baseline:
-        relaxed = "population.budget.epsilon={dist: uniform, low: 5.0, high: 10.0}"
-        runs["all relaxed"] = run([*overrides, relaxed], args.out)
-    plot(runs, args.out / "heterogeneous_dp.png")
-    table = pd.concat([summary(r, c, label) for label, (r, c) in runs.items()])
-    with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(table.round(3).T.to_string())
-    print(f"figure: {args.out / 'heterogeneous_dp.png'}")
+    args = _shared.resolve(build_parser().parse_args(), DEFAULTS)
+    import pandas as pd
+
+    from fedgame.analysis.stats import t_interval
+    from fedgame.scenario.load import read_raw
+
+    report = _shared.Report(NAME, args)
+    if args.load:
+        loaded = (
+            pd.read_parquet(args.load / "rounds.parquet"),
+            pd.read_parquet(args.load / "clients.parquet"),
+        )
+        outputs = [{"label": "heterogeneous", "seed": 0, "rounds": loaded[0], "clients": loaded[1]}]
+    else:
+        base = read_raw(SCENARIO) | {"rounds": args.rounds}
+        if args.quick:  # a smoke run: 30 clients instead of 100
+            base = _shared.apply_sets(base, ["population.clients=30", "selection.k=6"])
+        labels = {"heterogeneous": base}
+        if args.baseline:
+            relaxed = _shared.apply_sets(base, [f"population.budget.epsilon={RELAXED}"])
+            labels["all relaxed"] = relaxed
+        jobs = [
+            {
+                "label": label,
+                "seed": seed,
+                "scenario": _shared.apply_sets(data | {"seed": seed}, args.overrides),
+            }
+            for label, data in labels.items()
+            for seed in range(args.seeds)
+        ]
+        _shared.validate_all(j["scenario"] for j in jobs)
+        outputs = _shared.run_jobs(run_one, jobs, args.workers)
+    first = {o["label"]: (o["rounds"], o["clients"]) for o in outputs if o["seed"] == 0}
+    plot(first, args.out / "figures" / f"{NAME}.png")
+    tables = []
+    for o in outputs:
+        t = summary(o["rounds"], o["clients"]).reset_index()
+        tables.append(t.assign(run=o["label"], seed=o["seed"]))
+    per_seed = pd.concat(tables)
+    report.rows = per_seed.to_dict("records")
+    rows = []
+    for (label, group), sel in per_seed.groupby(["run", "group"], sort=False):
+        cells = [t_interval(sel[m]).format(3) for m in METRICS]
+        rows.append([label, group, int(sel["clients"].mean()), *cells])
+    report.table(
+        "summary",
+        "Per client group, mean ± 95% CI over seeds",
+        ["run", "group", "clients", *METRICS],
+        rows,
+    )
+    report.write()
 
 
 if __name__ == "__main__":
-    main()
+    _shared.main(main)

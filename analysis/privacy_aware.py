@@ -1,37 +1,33 @@
 """Privacy-aware selection (paper 001) vs unbiased vs Power-of-Choice, three budget laws.
 
-Budgets: eps ~ U(0, 1) (Tables III/IV) and the two mixtures of Fig. 6, written as
-fedgame ``mixture`` distributions of clipped normals (the paper discards negative draws; with
-these means a clip at 0.01 almost never binds): Case 1 0.3 N(0.5, 0.2²) + 0.7 N(10, 1),
-Case 2 0.3 N(2, 0.2²) + 0.7 N(8, 1).
+Budgets: eps ~ U(0, 1) (Tables III/IV) and the two mixtures of Fig. 6, written as fedgame
+``mixture`` distributions of clipped normals (the paper discards negative draws; with these
+means a clip at 0.01 almost never binds): case 1 0.3 N(0.5, 0.2²) + 0.7 N(10, 1), case 2
+0.3 N(2, 0.2²) + 0.7 N(8, 1). Partition: paper 001's s %-similarity split (``s_similarity``,
+s = 30 as in the tables' headline column, sizes ∝ U(0.5, 1.5)). 5 local DP-SGD steps of 64,
+logistic regression, eta*D = 1e4, sigma_k from Eq. 6-7 with each client's realised T_k
+(``dpsgd_local``, ``participations: auto``). Accuracy = mean of the last 5 rounds.
 
-Reduced size (stated at the top: ``CLIENTS``, ``K``, ``ROUNDS``, ``TRAIN``), 5 local DP-SGD
-steps of 64, Fashion-MNIST test 2,000, logistic regression, eta*D = 1e4, 1 seed; sigma_k from
-paper 001 Eq. 6-7 with each client's realised T_k (``dpsgd_local``, ``participations: auto``).
-Run: python analysis/privacy_aware.py
+Paper setting (note 001 §6): N probably 100, 10 draws per round, F-MNIST/MNIST with a 26k-
+parameter CNN, B = 128, T^g, T^l, lr, C and eta not reported.
 """
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
+from typing import Any
 
-import yaml
+import _shared
 
-from fedgame.run.single import simulate
-from fedgame.scenario.load import validate
-
-BASE = yaml.safe_load((Path(__file__).parents[1] / "scenarios" / "privacy_aware.yaml").read_text())
-CLIENTS, K, ROUNDS, TRAIN = 50, 10, 40, 10000
-VARIANTS = {
-    "privacy-aware": {"kind": "privacy_aware", "k": K, "eta_d": 1e4},
-    "unbiased": {"kind": "unbiased", "k": K},
-    "power-of-choice": {"kind": "power_of_choice", "k": K, "d": 2 * K},
-}
+NAME = "privacy_aware"
+DEFAULTS = _shared.Defaults(seeds=5, rounds=40, quick_seeds=2, quick_rounds=5)
+SIZES = {"clients": 50, "k": 10, "train": 10000, "test": 2000}
+QUICK = {"clients": 12, "k": 4, "train": 1000, "test": 500}
+VARIANTS = ("privacy-aware", "unbiased", "power-of-choice")
+TABLE_IV = {"privacy-aware": 54.80, "unbiased": 16.27, "power-of-choice": 15.39}
 
 
-def _mixture(low_mean: float, high_mean: float) -> dict:
-    def normal(mean: float, std: float, weight: float) -> dict:
+def _mixture(low_mean: float, high_mean: float) -> dict[str, Any]:
+    def normal(mean: float, std: float, weight: float) -> dict[str, Any]:
         return {"weight": weight, "dist": "normal", "mean": mean, "std": std, "low": 0.01}
 
     return {
@@ -47,34 +43,152 @@ BUDGETS = {
 }
 
 
-def run(selection: dict, seed: int, epsilon: dict | None = None) -> float:
-    d = {**BASE, "seed": seed, "rounds": ROUNDS}
-    d["population"] = {**BASE["population"], "clients": CLIENTS}
-    if epsilon is not None:
-        budget = {**BASE["population"]["budget"], "epsilon": epsilon}
-        d["population"] = {**d["population"], "budget": budget}
-    d["data"] = {**BASE["data"], "dataset": {**BASE["data"]["dataset"], "max_train": TRAIN}}
-    d["selection"] = selection
-    d["privacy"] = {**BASE["privacy"], "participations": "auto"}
-    d["training"] = {**BASE["training"], "device": "cpu"}
-    res = simulate(validate(d))
-    return float(res.rounds["test_accuracy"].iloc[-5:].mean())
+def build_parser() -> Any:
+    p = _shared.parser(NAME, __doc__ or "", DEFAULTS, dataset="fashion_mnist")
+    p.add_argument("--clients", type=int, help=f"N (default {SIZES['clients']})")
+    p.add_argument("--k", type=int, help=f"draws per round (default {SIZES['k']})")
+    p.add_argument("--train", type=int, help=f"training images (default {SIZES['train']})")
+    p.add_argument("--similarity", type=float, default=30.0, help="s in %% (default 30)")
+    p.add_argument("--eta-d", type=float, default=1e4, help="eta*D of Problem 1 (default 1e4)")
+    return p
+
+
+def selection(variant: str, k: int, eta_d: float) -> dict[str, Any]:
+    if variant == "privacy-aware":
+        return {"kind": "privacy_aware", "k": k, "eta_d": eta_d, "batch_size": 64}
+    if variant == "unbiased":
+        return {"kind": "unbiased", "k": k}
+    return {"kind": "power_of_choice", "k": k, "d": 2 * k}
+
+
+def scenario(base: dict, job: dict[str, Any]) -> dict[str, Any]:
+    """The scenario of one (budget law, variant, seed) cell."""
+    d = {**base, "seed": job["seed"], "rounds": job["rounds"]}
+    budget = {**base["population"]["budget"], "epsilon": BUDGETS[job["budget"]]}
+    d["population"] = {**base["population"], "clients": job["clients"], "budget": budget}
+    partition = {"kind": "s_similarity", "s": job["similarity"]}
+    d["data"] = {**base["data"], "dataset": job["dataset"], "partition": partition}
+    d["selection"] = selection(job["variant"], job["k"], job["eta_d"])
+    d["privacy"] = {**base["privacy"], "participations": "auto"}
+    d.pop("sweep", None)
+    return _shared.apply_sets(d, job["overrides"])
+
+
+def run_one(job: dict[str, Any]) -> dict[str, Any]:
+    """Accuracy (mean of the last 5 rounds) of one cell."""
+    result = _shared.simulate(job["scenario"])
+    return {k: job[k] for k in ("budget", "variant", "seed")} | {
+        "accuracy": float(result.rounds["test_accuracy"].iloc[-5:].mean()),
+        "status": result.manifest["status"],
+    }
 
 
 def main() -> None:
-    start = time.perf_counter()
-    print(f"N={CLIENTS} K={K} T={ROUNDS} max_train={TRAIN}")
-    print("final test accuracy (mean of last 5 rounds), seed 0")
-    print(f"{'budgets':>14} | " + " | ".join(f"{v:>15}" for v in VARIANTS))
-    for label, epsilon in BUDGETS.items():
-        cells = [f"{100 * run(sel, 0, epsilon):>14.1f}%" for sel in VARIANTS.values()]
-        print(f"{label:>14} | " + " | ".join(cells))
+    import yaml
+
+    args = _shared.resolve(build_parser().parse_args(), DEFAULTS)
+    sizes = QUICK if args.quick else SIZES
+    size = {k: getattr(args, k) or sizes[k] for k in ("clients", "k", "train")}
+    dataset = _shared.dataset_spec(args, max_train=size["train"], max_test=sizes["test"])
+    base = yaml.safe_load((_shared.ROOT / "scenarios" / f"{NAME}.yaml").read_text())
+    common = {"rounds": args.rounds, "dataset": dataset, "overrides": args.overrides}
+    common |= {"clients": size["clients"], "k": size["k"], "similarity": args.similarity}
+    common |= {"eta_d": args.eta_d}
+    jobs = [
+        common | {"budget": budget, "variant": variant, "seed": seed}
+        for budget in BUDGETS
+        for variant in VARIANTS
+        for seed in range(args.seeds)
+    ]
+    for job in jobs:
+        job["scenario"] = scenario(base, job)
+    _shared.validate_all(j["scenario"] for j in jobs)
     print(
-        "paper 001 Table IV (F-MNIST, s=30): privacy-aware 54.80% / unbiased 16.27% / biased 15.39%"
+        f"{NAME}: N={size['clients']} K={size['k']} T={args.rounds} s={args.similarity:g}% "
+        f"data={dataset} seeds={args.seeds}: {len(jobs)} runs",
+        flush=True,
     )
-    print("paper 001 Fig. 6 (CIFAR-10, s=30): privacy-aware gain ~10% (case 1), ~4% (case 2)")
-    print(f"[{time.perf_counter() - start:.0f} s]")
+    report = _shared.Report(NAME, args)
+    report.rows = _shared.run_jobs(run_one, jobs, args.workers)
+    summarise(report)
+    report.write()
+
+
+def summarise(report: _shared.Report) -> None:
+    """Accuracy table, gains over the best baseline and the paper's claims."""
+    import pandas as pd
+
+    from fedgame.analysis.stats import above, magnitude, paired_difference, t_interval
+
+    df = pd.DataFrame(report.rows).sort_values("seed")
+
+    def acc(budget: str, variant: str) -> list[float]:
+        sel = df[(df.budget == budget) & (df.variant == variant)]
+        return list(100 * sel["accuracy"])
+
+    def gain(budget: str, baseline: str) -> Any:
+        return paired_difference(acc(budget, "privacy-aware"), acc(budget, baseline))
+
+    def best_baseline(budget: str) -> str:
+        means = {v: t_interval(acc(budget, v)).mean for v in VARIANTS[1:]}
+        return max(means, key=lambda v: means[v])
+
+    rows = []
+    for budget in BUDGETS:
+        cells = [t_interval(acc(budget, v)).format() for v in VARIANTS]
+        best = best_baseline(budget)
+        rows.append([budget, *cells, f"{gain(budget, best).format()} (vs {best})"])
+    report.table(
+        "accuracy",
+        "Final test accuracy % (mean of the last 5 rounds), mean ± 95% CI over seeds",
+        ["budgets", *VARIANTS, "privacy-aware − best baseline"],
+        rows,
+    )
+    u01 = "eps ~ U(0, 1)"
+    g_u = gain(u01, "unbiased")
+    best = best_baseline(u01)
+    g_best = gain(u01, best)
+    report.claim(
+        "u01_vs_unbiased",
+        paper="001",
+        claim="privacy-aware above unbiased selection, ε ~ U(0, 1)",
+        paper_value="54.80 vs 16.27 (+38.5 pts; Table IV, F-MNIST, s = 30)",
+        measured=f"+{g_u.format(seeds=True)} pts" if g_u.mean >= 0 else g_u.format(seeds=True),
+        verdict=above(g_u),
+    )
+    report.claim(
+        "u01_gain_size",
+        paper="001",
+        claim="gain over the best baseline about 38.5 pts, ε ~ U(0, 1)",
+        paper_value="+38.53 pts (Table IV, F-MNIST, s = 30)",
+        measured=f"{g_best.format(seeds=True)} pts vs {best}",
+        verdict=magnitude(g_best, 38.5),
+        why_not="the gain has the paper's sign but is smaller; the model (logistic regression "
+        "vs a 26k-parameter CNN), N and T differ and are not yet ablated",
+    )
+    for case, paper_gain, key in (
+        ("Fig. 6 case 1", "≈ 10", "case1"),
+        ("Fig. 6 case 2", "≈ 4", "case2"),
+    ):
+        best = best_baseline(case)
+        g = gain(case, best)
+        same = acc(case, "privacy-aware") == acc(case, "unbiased")
+        why = (
+            "privacy-aware = unbiased on every seed: with every budget large, Problem 1 returns "
+            f"p^u at ηD = {report.args.eta_d:g} (note 001 §7.2: ηD must be swept)"
+            if same
+            else f"{best} is better than the privacy-aware probabilities here"
+        )
+        report.claim(
+            f"{key}_gain",
+            paper="001",
+            claim=f"privacy-aware above the best baseline, {case}",
+            paper_value=f"gain {paper_gain} pts (CIFAR-10, s = 30)",
+            measured=f"{g.format(seeds=True)} pts vs {best}",
+            verdict=above(g),
+            why_not=why,
+        )
 
 
 if __name__ == "__main__":
-    main()
+    _shared.main(main)

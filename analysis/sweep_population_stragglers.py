@@ -1,49 +1,86 @@
 """Equilibrium vs population size and straggler rate (scenarios/sweep_population_stragglers.yaml).
 
-Usage::
+Runs the scenario's sweep (clients {20, 50, 100, 200} x straggle_prob {0, .1, .2, .4}, seeds
+= replicates; ``--quick``: a 2 x 2 grid) into ``--out``/sweep, or reads a finished sweep
+folder given as RESULTS, then prints the equilibrium table (mean of the last 5 rounds, 95% CI
+over replicates) and how each quantity responds to the population size, and writes the
+heatmaps of final accuracy and Σρ over the grid to ``--out``/figures.
 
-    fedgame sweep scenarios/sweep_population_stragglers.yaml --quiet
-    python analysis/sweep_population_stragglers.py results/sweep_population_stragglers --docs docs
-
-Prints the equilibrium table (mean of the last 5 rounds, 95% CI over replicates) and how each
-quantity responds to the population size, and writes the heatmaps (final accuracy and Σρ over
-the clients x straggle_prob grid) to ``--docs``.
+    python analysis/sweep_population_stragglers.py
+    python analysis/sweep_population_stragglers.py results/sweep_population_stragglers
 """
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from typing import Any
 
-import pandas as pd
+import _shared
 
-from fedgame.analysis import load_sweep
-from fedgame.analysis.equilibrium import equilibrium_table, response
-from fedgame.analysis.figures import heatmap
-from fedgame.analysis.summary import summarise
-
+NAME = "sweep_population_stragglers"
+DEFAULTS = _shared.Defaults(seeds=3, rounds=20, quick_seeds=2, quick_rounds=3)
 X, Y = "population.clients", "population.straggle_prob"
+QUICK_GRID = (f"{X}=20,50", f"{Y}=0.0,0.2")
+
+
+def build_parser() -> Any:
+    p = _shared.parser(NAME, __doc__ or "", DEFAULTS)
+    p.add_argument("results", nargs="?", help="a finished sweep folder to read instead")
+    return p
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", help="the sweep folder or the scenario's results folder")
-    parser.add_argument("--docs", default=None, help="folder for the heatmap PNGs")
-    args = parser.parse_args()
-    sweep = load_sweep(args.results)
-    pd.set_option("display.width", 200)
-    pd.set_option("display.max_columns", 20)
+    args = _shared.resolve(build_parser().parse_args(), DEFAULTS)
+    import warnings
+
+    import pandas as pd
+
+    from fedgame.analysis import load_sweep
+    from fedgame.analysis.equilibrium import equilibrium_table, response
+    from fedgame.analysis.figures import heatmap
+    from fedgame.analysis.summary import summarise
+
+    report = _shared.Report(NAME, args)
+    if args.results:
+        folder = args.results
+    else:
+        from fedgame.run.grid import plan_sweep
+        from fedgame.run.sweep import run_sweep
+
+        plan = plan_sweep(
+            _shared.ROOT / "scenarios" / f"{NAME}.yaml",
+            overrides=[f"rounds={args.rounds}", *args.overrides],
+            grid=QUICK_GRID if args.quick else (),
+            replicates=args.seeds,
+            out=args.out / "sweep",
+        )
+        warnings.simplefilter("ignore")
+        summary = run_sweep(plan, workers=args.workers, progress=False)
+        if summary.failed:
+            raise RuntimeError(f"{len(summary.failed)} sweep runs failed: {summary.failed}")
+        folder = summary.sweep_dir
+    sweep = load_sweep(folder)
     eq = equilibrium_table(sweep.rounds, by=[X, Y])
     cols = [X, Y, "n", "reward", "sum_rho", "participation", "welfare", "nash_gap_max"]
-    print(eq[[c for c in cols if c in eq]].to_string(index=False))
-    print()
-    print(response(eq, x=X).to_string(index=False))
-    if args.docs:
-        summary = summarise(sweep, clients=False)
-        stem = Path(args.docs) / "sweep_population_stragglers"
-        for value, table in (("final_accuracy", summary), ("sum_rho", eq)):
-            print(heatmap(table, x=X, y=Y, value=value, path=f"{stem}_{value}.png"))
+    shown = eq[[c for c in cols if c in eq]]
+    report.table(
+        "equilibrium",
+        "Equilibrium (last 5 rounds)",
+        list(shown.columns),
+        shown.round(4).itertuples(index=False),
+    )
+    resp = response(eq, x=X)
+    report.table(
+        "response", f"Response to {X}", list(resp.columns), resp.round(4).itertuples(index=False)
+    )
+    figures = args.out / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    table = summarise(sweep, clients=False)
+    for value, frame in (("final_accuracy", table), ("sum_rho", eq)):
+        path = heatmap(frame, x=X, y=Y, value=value, path=figures / f"{NAME}_{value}.png")
+        print(f"figure: {path}")
+    report.rows = pd.DataFrame(sweep.rounds).to_dict("records")
+    report.write()
 
 
 if __name__ == "__main__":
-    main()
+    _shared.main(main)

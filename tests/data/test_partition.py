@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -13,6 +15,7 @@ from fedgame.data.partition import (
     Natural,
     QuantitySkew,
     Shards,
+    SSimilarity,
     repair_min_size,
     shards_per_class,
     sizes_from_shares,
@@ -29,6 +32,10 @@ KINDS = {
         QuantitySkew.Config(distribution="lognormal", sigma=1.5, min_size=m)
     ),
     "natural": lambda m: Natural(Natural.Config(mapping="random", min_size=m)),
+    "s_similarity": lambda m: SSimilarity(SSimilarity.Config(s=30.0, min_size=m)),
+    "s_similarity_equal": lambda m: SSimilarity(
+        SSimilarity.Config(s=70.0, sizes="equal", min_size=m)
+    ),
 }
 
 
@@ -192,3 +199,88 @@ def test_registry_builds_partitions():
     with pytest.raises(ScenarioError) as err:
         create("partition", "dirichlet", {"alpha": 0.0})
     assert err.value.key == "partition.alpha"
+
+
+def _s_parts(labels: np.ndarray, s: float, num_clients: int, seed: int, **kw):
+    part = SSimilarity(SSimilarity.Config(s=s, **kw))
+    return part, part.split_parts(labels, num_clients=num_clients, rng=np.random.default_rng(seed))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(50, 600),
+    num_classes=st.integers(2, 10),
+    num_clients=st.integers(1, 15),
+    s=st.floats(0.0, 100.0),
+    sizes=st.sampled_from(["uniform", "equal"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_s_similarity_covers_once_with_paper_label_structure(
+    n, num_classes, num_clients, s, sizes, seed
+):
+    """Paper 001 §VI-A: every sample once; s % of each client IID, the rest label-sorted."""
+    labels = np.random.default_rng(seed).integers(0, num_classes, n)
+    part, pairs = _s_parts(labels, s, num_clients, seed, sizes=sizes)
+    merged = part.split(labels, num_clients=num_clients, rng=np.random.default_rng(seed))
+    iid = [a for a, _ in pairs]
+    ordered = [b for _, b in pairs]
+    everything = np.concatenate([*iid, *ordered])
+    np.testing.assert_array_equal(np.sort(everything), np.arange(n))  # each sample exactly once
+    for (a, b), m in zip(pairs, merged):
+        np.testing.assert_array_equal(np.sort(np.concatenate([a, b])), m)
+        assert a.size == round(s / 100.0 * m.size)  # the client's IID share
+    # the non-IID parts, read in client order, are the rest of the data sorted by label
+    chain = labels[np.concatenate(ordered)]
+    assert np.all(np.diff(chain) >= 0)
+    np.testing.assert_array_equal(np.sort(chain), np.sort(np.delete(labels, np.concatenate(iid))))
+    sizes_ = np.array([m.size for m in merged])
+    if sizes == "equal":
+        assert sizes_.max() - sizes_.min() <= 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(num_clients=st.integers(2, 20), seed=st.integers(0, 2**32 - 1))
+def test_s_similarity_zero_gives_contiguous_label_ranges(num_clients, seed):
+    """s = 0: client k's labels all lie at or below client k+1's (contiguous sorted chunks)."""
+    labels = np.repeat(np.arange(10), 60)
+    _, pairs = _s_parts(labels, 0.0, num_clients, seed)
+    spans = [(labels[b].min(), labels[b].max()) for a, b in pairs if b.size]
+    assert all(a.size == 0 for a, _ in pairs)
+    assert all(hi <= lo for (_, hi), (lo, _) in itertools.pairwise(spans))
+    # about as many clients as classes: nobody holds more than 3 labels
+    if num_clients >= 10:
+        assert max(hi - lo + 1 for lo, hi in spans) <= 3
+
+
+def test_s_similarity_hundred_is_iid_and_sizes_follow_uniform_shares():
+    labels = np.repeat(np.arange(10), 1000)
+    _part, pairs = _s_parts(labels, 100.0, 20, seed=4)
+    assert all(b.size == 0 for _, b in pairs)
+    counts = label_counts(labels, [a for a, _ in pairs], 10)
+    assert emd_to_population(counts).max() < 0.5  # every client sees every class
+    sizes = counts.sum(axis=1)
+    # |M_k| = |S| v_k / sum v, v_k ~ U(0.5, 1.5): sizes between 1/3 and 3 times each other
+    assert sizes.sum() == 10000 and sizes.min() >= 10000 / 20 * 0.5 / 1.5 - 1
+    assert sizes.max() <= 10000 / 20 * 1.5 / 0.5 + 1 and sizes.std() > 50
+
+
+def test_s_similarity_skew_falls_as_s_grows():
+    labels = np.repeat(np.arange(10), 500)
+    emd = []
+    for s in (0.0, 30.0, 70.0, 100.0):
+        part = SSimilarity(SSimilarity.Config(s=s, sizes="equal"))
+        parts = part.split(labels, num_clients=10, rng=np.random.default_rng(1))
+        emd.append(emd_to_population(label_counts(labels, parts, 10)).mean())
+    assert emd[0] > emd[1] > emd[2] > emd[3]
+    assert emd[0] > 1.5 and emd[3] < 0.3
+
+
+def test_s_similarity_config_is_validated():
+    from fedgame.registry import create
+
+    with pytest.raises(ScenarioError) as err:
+        create("partition", "s_similarity", {"s": 120})
+    assert err.value.key == "partition.s"
+    with pytest.raises(ScenarioError) as err:
+        create("partition", "s_similarity", {"size_low": 2.0, "size_high": 1.0})
+    assert "size_low" in str(err.value)

@@ -1,0 +1,328 @@
+"""Command line, dataset choice, job runner and report writer shared by the analysis scripts.
+
+Light at import (standard library and ``fedgame.errors`` only), so every script's ``--help``
+returns at once; torch, pandas and fedgame's model load inside the functions that run jobs.
+
+Every script takes ``--seeds N`` (seeds 0..N-1), ``--rounds R``, ``--quick`` (a small version
+for smoke tests), ``--out DIR``, ``--workers W`` and ``--set KEY=VALUE`` (a scenario override
+applied to every run, for ablations); scripts that load a dataset that may be missing take
+``--dataset NAME`` (and ``--data-path DIR``): a missing dataset is a one-line error with exit
+code 2, never a silent switch. Results go to ``--out``: ``report.md`` (every table), one
+``tables/<key>.md`` per table (what ``analysis/reproduce.py`` splices into ``docs/``),
+``claims.json`` (the rows of docs/reproductions.md), ``runs.csv`` (one row per run) and
+``figures/``. Each run uses one torch thread, so results do not depend on ``--workers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fedgame.errors import FedGameError
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASETS = ("fashion_mnist", "mnist", "digits")
+#: flags that change where or how fast results are written, not what they are
+NOT_IN_COMMAND = ("--out", "--workers")
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """A script's default and ``--quick`` seeds and rounds."""
+
+    seeds: int
+    rounds: int
+    quick_seeds: int = 2
+    quick_rounds: int = 5
+
+
+def parser(
+    name: str,
+    doc: str,
+    defaults: Defaults,
+    *,
+    dataset: str | None = None,
+    datasets: Sequence[str] = DATASETS,
+) -> argparse.ArgumentParser:
+    """The common parser; ``dataset`` (the default) adds ``--dataset`` and ``--data-path``."""
+    p = argparse.ArgumentParser(
+        prog=f"python analysis/{name}.py",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    d = defaults
+    p.add_argument(
+        "--seeds",
+        type=_positive,
+        help=f"seeds 0..N-1 (default {d.seeds}; --quick: {d.quick_seeds})",
+    )
+    p.add_argument(
+        "--rounds",
+        type=_positive,
+        help=f"rounds per run (default {d.rounds}; --quick: {d.quick_rounds})",
+    )
+    p.add_argument("--quick", action="store_true", help="small sizes: a smoke run of seconds")
+    p.add_argument(
+        "--out", type=Path, default=Path("results") / "analysis" / name, help="output folder"
+    )
+    p.add_argument(
+        "--workers", type=_positive, help="processes (default 2, --quick 1; results do not change)"
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="scenario override applied to every run (repeatable), e.g. model.kind=mlp",
+    )
+    if dataset is not None:
+        p.add_argument("--dataset", choices=list(datasets), default=dataset)
+        p.add_argument("--data-path", help="folder of the IDX files (mnist; fashion_mnist)")
+    return p
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def resolve(args: argparse.Namespace, defaults: Defaults) -> argparse.Namespace:
+    """Fill ``seeds`` and ``rounds`` from the defaults (``--quick`` picks the quick ones)."""
+    if args.seeds is None:
+        args.seeds = defaults.quick_seeds if args.quick else defaults.seeds
+    if args.rounds is None:
+        args.rounds = defaults.quick_rounds if args.quick else defaults.rounds
+    if args.workers is None:
+        args.workers = 1 if args.quick else min(2, os.cpu_count() or 1)
+    return args
+
+
+def command(name: str, argv: Sequence[str]) -> str:
+    """The command that reproduces a result: ``argv`` without ``--out``/``--workers``."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        flag = arg.split("=", 1)[0]
+        if flag in NOT_IN_COMMAND:
+            skip = "=" not in arg
+            continue
+        kept.append(arg)
+    return " ".join(["python", f"analysis/{name}.py", *map(shlex.quote, kept)])
+
+
+def dataset_spec(
+    args: argparse.Namespace, *, max_train: int | None = None, max_test: int | None = None
+) -> dict[str, Any]:
+    """The ``data.dataset`` block for ``--dataset`` (no fallback), checked to load.
+
+    Raises ``ScenarioError`` (exit 2) when the files are missing.
+    """
+    spec: dict[str, Any] = {"kind": args.dataset}
+    if args.dataset != "digits":
+        spec |= {"max_train": max_train, "max_test": max_test}
+        if args.data_path:
+            spec["path"] = args.data_path
+    check_dataset(spec)
+    return spec
+
+
+def check_dataset(spec: dict[str, Any]) -> Path | None:
+    """The folder of an IDX dataset (``None`` for embedded ones); exit 2 when it is missing."""
+    from fedgame import registry
+    from fedgame.data.idx import IdxConfig
+    from fedgame.errors import ScenarioError
+
+    params = {k: v for k, v in spec.items() if k != "kind"}
+    plugin = registry.create("dataset", spec["kind"], params)
+    if not isinstance(plugin.config, IdxConfig):
+        return None  # embedded or generated: always available
+    try:
+        return Path(plugin.folder())
+    except ScenarioError as err:
+        raise ScenarioError(
+            "--dataset",
+            spec["kind"],
+            f"cannot be loaded ({err}); pass --data-path DIR or choose another with --dataset",
+        ) from None
+
+
+def apply_sets(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """``data`` with the ``--set KEY=VALUE`` overrides applied (YAML values)."""
+    from fedgame.scenario.load import apply_overrides, parse_override
+
+    return apply_overrides(data, [parse_override(o) for o in overrides])
+
+
+def validate_all(scenarios: Iterable[dict[str, Any]]) -> None:
+    """Validate every scenario before anything runs (bad input: ``ScenarioError``)."""
+    from fedgame.scenario.load import validate
+
+    for data in scenarios:
+        validate(data)
+
+
+def simulate(data: dict[str, Any]) -> Any:
+    """Run one scenario dict on the CPU with one torch thread; returns the ``RunResult``."""
+    import logging
+
+    import torch
+
+    from fedgame.run.single import simulate as run
+    from fedgame.scenario.load import validate
+
+    torch.set_num_threads(1)
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    data = {**data, "training": {**data.get("training", {}), "device": "cpu"}}
+    return run(validate(data))
+
+
+def _init_worker() -> None:
+    os.environ["OMP_NUM_THREADS"] = "1"
+
+
+def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> list[Any]:
+    """``[fn(job) for job in jobs]``, on ``workers`` spawned processes when > 1."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [_progress(i, len(jobs), fn(job)) for i, job in enumerate(jobs)]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker) as pool:
+        return [_progress(i, len(jobs), r) for i, r in enumerate(pool.map(fn, jobs))]
+
+
+def _progress(i: int, total: int, result: Any) -> Any:
+    if sys.stderr.isatty():
+        end = "\n" if i + 1 == total else ""
+        print(f"\r{i + 1}/{total} runs", end=end, file=sys.stderr, flush=True)
+    return result
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A GitHub markdown table (``|`` in cells escaped)."""
+
+    def cell(value: Any) -> str:
+        return str(value).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+@dataclass
+class Report:
+    """Tables, claims and raw rows of one script run; ``write`` puts them under ``--out``."""
+
+    name: str
+    args: argparse.Namespace
+    argv: Sequence[str] = field(default_factory=lambda: sys.argv[1:])
+    tables: dict[str, str] = field(default_factory=dict)
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def command(self) -> str:
+        return command(self.name, self.argv)
+
+    def provenance(self) -> str:
+        """One line: the command, seeds, whether preliminary, the date and the run time."""
+        seeds = self.args.seeds
+        what = (
+            f"{seeds} seed{'s' if seeds > 1 else ''} (0-{seeds - 1})" if seeds > 1 else "1 seed (0)"
+        )
+        quick = "; **preliminary quick run**" if self.args.quick else ""
+        today = dt.date.today().isoformat()
+        took = time.perf_counter() - self.started
+        return (
+            f"Measured with `{self.command}`: {what}, mean ± 95% t-interval over seeds{quick}; "
+            f"{today}, {took:.0f} s."
+        )
+
+    def table(
+        self, key: str, title: str, header: Sequence[str], rows: Iterable[Sequence[Any]]
+    ) -> None:
+        """Record (and print) a table under ``key``; ``title`` is printed, not spliced."""
+        text = markdown_table(header, rows)
+        self.tables[key] = text
+        print(f"\n{title}\n{text}", flush=True)
+
+    def claim(
+        self,
+        key: str,
+        *,
+        paper: str,
+        claim: str,
+        paper_value: str,
+        measured: str,
+        verdict: str,
+        why_not: str | dict[str, str] = "",
+    ) -> None:
+        """Record one row of the reproductions table.
+
+        ``why_not`` explains a ``no``/``partly`` verdict (a string) or maps verdicts to texts;
+        an ``inconclusive`` verdict says that the interval straddles the claim's threshold.
+        """
+        texts = why_not if isinstance(why_not, dict) else {"no": why_not, "partly": why_not}
+        why = texts.get(verdict, "")
+        if verdict == "inconclusive" and not why:
+            why = f"the 95% interval ({self.args.seeds} seeds) straddles the claim's threshold"
+        self.claims.append(
+            {
+                "key": f"{self.name}/{key}",
+                "paper": paper,
+                "claim": claim,
+                "paper_value": paper_value,
+                "measured": measured,
+                "verdict": verdict,
+                "why_not": "" if verdict == "yes" else why,
+                "command": self.command,
+                "preliminary": bool(self.args.quick),
+            }
+        )
+
+    def write(self, out: Path | None = None) -> Path:
+        """Write report.md, tables/, claims.json and runs.csv under ``out`` (or ``--out``)."""
+        import pandas as pd
+
+        out = Path(out or self.args.out)
+        (out / "tables").mkdir(parents=True, exist_ok=True)
+        head = self.provenance()
+        for key, text in self.tables.items():
+            (out / "tables" / f"{key}.md").write_text(f"{head}\n\n{text}\n", encoding="utf-8")
+        body = "\n\n".join(f"### {k}\n\n{t}" for k, t in self.tables.items())
+        (out / "report.md").write_text(f"# {self.name}\n\n{head}\n\n{body}\n", encoding="utf-8")
+        claims = json.dumps(self.claims, indent=1, ensure_ascii=False)
+        (out / "claims.json").write_text(claims + "\n", encoding="utf-8")
+        if self.rows:
+            pd.DataFrame(self.rows).to_csv(out / "runs.csv", index=False)
+        print(f"\n{head}\nwritten: {out}", flush=True)
+        return out
+
+
+def main(body: Callable[[], None]) -> None:
+    """Run ``body``; bad input (``FedGameError``) is one line on stderr and exit code 2."""
+    try:
+        body()
+    except FedGameError as err:
+        print(f"{Path(sys.argv[0]).name}: {err}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print(f"{Path(sys.argv[0]).name}: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,175 @@
+"""Rerun every paper's analysis and rebuild the reproduction tables (``make reproduce``).
+
+Runs each script below with ``--out OUT/<script>`` (passing ``--quick``, ``--seeds``,
+``--rounds``, ``--workers`` and ``--dataset`` on), then writes ``OUT/reproductions_table.md``
+from the scripts' ``claims.json``. With ``--docs DIR`` it also splices every generated table
+into the pages of DIR (between ``<!-- BEGIN GENERATED <script>/<table> -->`` and ``<!-- END
+GENERATED <script>/<table> -->``; the reproductions table is ``reproductions/claims``) and
+copies the figures there. Only ``make reproduce`` writes docs/; the default OUT is under
+results/.
+
+    python analysis/reproduce.py --quick                # minutes; preliminary numbers
+    python analysis/reproduce.py --docs docs            # what make reproduce runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import _shared
+
+NAME = "reproduce"
+#: script -> whether it takes --dataset
+SCRIPTS = {
+    "dpfl_bcs": True,
+    "privacy_aware": True,
+    "queries_replies": True,
+    "qi_dpfl": True,
+    "lightdp": True,
+    "sweep_population_stragglers": False,
+}
+#: paper id -> (short name, docs page)
+PAGES = {
+    "000": ("DPFL-BCS", "dpfl_bcs.md"),
+    "001": ("Privacy-aware selection", "privacy_aware.md"),
+    "002": ("Queries and replies", "queries_replies.md"),
+    "003": ("QI-DPFL", "qi_dpfl.md"),
+    "004": ("LightDP-FL", "lightdp.md"),
+}
+BLOCK = re.compile(
+    r"(<!-- BEGIN GENERATED (?P<key>[\w./-]+) -->\n)(?P<body>.*?)(<!-- END GENERATED (?P=key) -->)",
+    re.DOTALL,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python analysis/reproduce.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--seeds", type=int, help="seeds for every script (default: each script's)")
+    p.add_argument("--rounds", type=int, help="rounds for every script (default: each script's)")
+    p.add_argument("--quick", action="store_true", help="every script's --quick (minutes)")
+    p.add_argument("--out", type=Path, default=Path("results") / "analysis")
+    p.add_argument("--workers", type=int, help="processes per script")
+    p.add_argument(
+        "--dataset",
+        choices=list(_shared.DATASETS),
+        help="dataset for every script that takes one (default: each script's)",
+    )
+    p.add_argument("--docs", type=Path, help="docs folder to update (make reproduce: docs)")
+    p.add_argument("--only", nargs="+", choices=list(SCRIPTS), help="run these scripts only")
+    p.add_argument("--no-run", action="store_true", help="only rebuild from existing outputs")
+    return p
+
+
+def script_command(name: str, args: argparse.Namespace) -> list[str]:
+    cmd = [sys.executable, str(_shared.ROOT / "analysis" / f"{name}.py")]
+    cmd += ["--out", str(args.out / name)]
+    for flag in ("seeds", "rounds", "workers"):
+        if getattr(args, flag) is not None:
+            cmd += [f"--{flag}", str(getattr(args, flag))]
+    if args.quick:
+        cmd.append("--quick")
+    if args.dataset and SCRIPTS[name]:
+        cmd += ["--dataset", args.dataset]
+    return cmd
+
+
+def claims_table(claims: list[dict[str, Any]], *, link_prefix: str = "") -> str:
+    """The reproductions table: one row per claim, linking each paper's page."""
+    rows = []
+    for c in claims:
+        short, page = PAGES[c["paper"]]
+        paper = f"[{c['paper']} {short}]({link_prefix}{page})"
+        verdict = c["verdict"] + (" (preliminary)" if c["preliminary"] else "")
+        rows.append(
+            [
+                paper,
+                c["claim"],
+                c["paper_value"],
+                c["measured"],
+                verdict,
+                c["why_not"] or "–",
+                f"`{c['command']}`",
+            ]
+        )
+    header = [
+        "paper",
+        "claim",
+        "paper's value",
+        "fedgame (mean ± 95% CI, seeds)",
+        "reproduced?",
+        "why not",
+        "command",
+    ]
+    return _shared.markdown_table(header, rows)
+
+
+def collect(out: Path) -> tuple[dict[str, str], list[dict[str, Any]], list[Path]]:
+    """Generated tables by ``<script>/<table>``, all claims, and every figure under ``out``."""
+    tables: dict[str, str] = {}
+    claims: list[dict[str, Any]] = []
+    figures: list[Path] = []
+    for name in SCRIPTS:
+        folder = out / name
+        for file in sorted((folder / "tables").glob("*.md")):
+            tables[f"{name}/{file.stem}"] = file.read_text(encoding="utf-8").rstrip("\n")
+        if (folder / "claims.json").is_file():
+            claims += json.loads((folder / "claims.json").read_text(encoding="utf-8"))
+        figures += sorted((folder / "figures").glob("*.png"))
+    order = {p: i for i, p in enumerate(PAGES)}
+    claims.sort(key=lambda c: order[c["paper"]])
+    return tables, claims, figures
+
+
+def splice(text: str, tables: dict[str, str]) -> tuple[str, list[str]]:
+    """Replace every generated block whose key is in ``tables``; returns the keys left stale."""
+    stale: list[str] = []
+
+    def sub(match: re.Match[str]) -> str:
+        key = match.group("key")
+        if key not in tables:
+            stale.append(key)
+            return match.group(0)
+        return f"{match.group(1)}{tables[key]}\n{match.group(4)}"
+
+    return BLOCK.sub(sub, text), stale
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    names = args.only or list(SCRIPTS)
+    if not args.no_run:
+        for name in names:
+            cmd = script_command(name, args)
+            print(f"$ {' '.join(cmd[1:])}", flush=True)
+            if subprocess.run(cmd, check=False).returncode != 0:
+                print(f"reproduce: {name} failed; docs left unchanged", file=sys.stderr)
+                sys.exit(1)
+    tables, claims, figures = collect(args.out)
+    tables["reproductions/claims"] = claims_table(claims)
+    (args.out / "reproductions_table.md").write_text(tables["reproductions/claims"] + "\n")
+    print(f"reproductions table: {args.out / 'reproductions_table.md'} ({len(claims)} claims)")
+    if args.docs is None:
+        return
+    for page in sorted(args.docs.glob("*.md")):
+        text, stale = splice(page.read_text(encoding="utf-8"), tables)
+        page.write_text(text, encoding="utf-8")
+        for key in stale:
+            print(f"reproduce: {page}: no output for block {key}; left as it was")
+    for fig in figures:
+        shutil.copyfile(fig, args.docs / fig.name)
+    print(f"updated {args.docs}: {len(tables)} tables, {len(figures)} figures")
+
+
+if __name__ == "__main__":
+    _shared.main(main)

@@ -1,0 +1,170 @@
+"""Every analysis script: instant --help, a --quick smoke run, clear errors, stable output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from scripts_helpers import ANALYSIS, REPO, SCRIPTS, WITH_DATASET, load, parse_command, run
+
+QUICK = [s for s in SCRIPTS if s != "reproduce"]
+VERDICTS = {"yes", "partly", "no", "inconclusive"}
+
+
+def quick_args(name: str) -> list[str]:
+    """The smoke flags: --quick, on scikit-learn's digits where the script takes a dataset."""
+    return ["--quick", *(["--dataset", "digits"] if name in WITH_DATASET else [])]
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """Run every script's --quick once; name -> (process, output folder)."""
+    root = tmp_path_factory.mktemp("analysis")
+    done = {}
+    for name in QUICK:
+        done[name] = (run(name, *quick_args(name), "--out", str(root / name)), root / name)
+    return root, done
+
+
+def test_every_script_is_covered():
+    assert set(QUICK) >= WITH_DATASET | {"heterogeneous_dp", "sweep_population_stragglers"}
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_help_is_instant_and_imports_nothing_heavy(name):
+    probe = (
+        "import runpy, sys, time\n"
+        f"sys.argv = [{str(ANALYSIS / (name + '.py'))!r}, '--help']\n"
+        f"sys.path.insert(0, {str(ANALYSIS)!r})\n"
+        "t = time.perf_counter()\n"
+        "try:\n"
+        "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+        "except SystemExit as e:\n"
+        "    assert e.code in (0, None), e.code\n"
+        "heavy = [m for m in ('torch', 'pandas', 'mesa', 'fedgame.model') if m in sys.modules]\n"
+        "print('HEAVY', heavy, 'SECONDS', time.perf_counter() - t)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY [] " in proc.stdout, proc.stdout
+    for flag in ("--seeds", "--rounds", "--quick", "--out"):
+        assert flag in proc.stdout
+    if name in WITH_DATASET:
+        assert "--dataset" in proc.stdout
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_quick_run_writes_tables_claims_and_runs(quick, name):
+    _, done = quick
+    proc, out = done[name]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    tables = sorted((out / "tables").glob("*.md"))
+    assert tables
+    for table in tables:
+        head, _, body = table.read_text().partition("\n\n")
+        assert f"`python analysis/{name}.py --quick" in head
+        assert "preliminary quick run" in head and "2 seeds" in head
+        assert body.startswith("| ") and body.count("\n|") >= 2
+    claims = json.loads((out / "claims.json").read_text())
+    for claim in claims:
+        assert claim["verdict"] in VERDICTS
+        assert claim["preliminary"] is True
+        assert claim["command"] == " ".join(["python", f"analysis/{name}.py", *quick_args(name)])
+        assert claim["paper"] in {"000", "001", "002", "003", "004"}
+        assert claim["verdict"] == "yes" or claim["why_not"]
+    runs = pd.read_csv(out / "runs.csv")
+    assert len(runs) > 0
+    if "seed" in runs:
+        assert set(runs["seed"]) == {0, 1}
+
+
+def test_paper_scripts_make_claims(quick):
+    _, done = quick
+    papers = set()
+    for name in WITH_DATASET:
+        papers |= {c["paper"] for c in json.loads((done[name][1] / "claims.json").read_text())}
+    assert papers == {"000", "001", "002", "003", "004"}
+
+
+def test_figures_are_written(quick):
+    _, done = quick
+    assert (
+        (done["queries_replies"][1] / "figures" / "queries_replies_accuracy_vs_T.png")
+        .stat()
+        .st_size
+    )
+    sweep = done["sweep_population_stragglers"][1] / "figures"
+    assert {p.name for p in sweep.glob("*.png")} == {
+        "sweep_population_stragglers_final_accuracy.png",
+        "sweep_population_stragglers_sum_rho.png",
+    }
+
+
+def test_results_do_not_depend_on_workers(quick, tmp_path):
+    _, done = quick
+    small = ["--quick", "--seeds", "1", "--eps", "5", "--b", "1"]
+    proc = run("queries_replies", *small, "--workers", "2", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    two = pd.read_csv(tmp_path / "runs.csv")
+    one = pd.read_csv(done["queries_replies"][1] / "runs.csv")
+    one = one[(one["seed"] == 0) & (one["b"] == 1)]
+    merged = one.merge(two, on=["eps", "b", "t", "seed"], suffixes=("_1", "_2"))
+    assert len(merged) == len(two) == len(one) == 4  # the planner and T = 2, 5, 10
+    for col in ("accuracy", "loss", "t_star"):
+        pd.testing.assert_series_equal(merged[f"{col}_1"], merged[f"{col}_2"], check_names=False)
+
+
+def test_reproduce_splices_every_block_into_a_docs_copy(quick, tmp_path):
+    root, _ = quick
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "docs", docs)
+    proc = run("reproduce", "--no-run", "--out", str(root), "--docs", str(docs))
+    assert proc.returncode == 0, proc.stderr
+    assert "no output for block" not in proc.stdout
+    table = (docs / "reproductions.md").read_text()
+    assert "--quick" in table and "(preliminary)" in table
+    for page in docs.glob("*.md"):
+        for line in page.read_text().splitlines():
+            if line.startswith("Measured with `python analysis/"):
+                _, argv = parse_command(line.split("`")[1])
+                assert "--quick" in argv, (page.name, line)
+    assert (docs / "queries_replies_accuracy_vs_T.png").is_file()
+    assert (root / "reproductions_table.md").is_file()
+
+
+def test_missing_dataset_is_one_line_and_exit_2(tmp_path):
+    out = tmp_path / "out"
+    proc = run("dpfl_bcs", "--quick", "--dataset", "mnist", "--out", str(out))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--dataset" in lines[0] and "mnist" in lines[0]
+    assert "Traceback" not in proc.stderr and not out.exists()
+    missing = tmp_path / "nothing_here"
+    proc = run("qi_dpfl", "--quick", "--data-path", str(missing), "--out", str(out))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert str(missing) in proc.stderr and not out.exists()
+
+
+def test_bad_override_is_one_line_and_exit_2(tmp_path):
+    out = tmp_path / "out"
+    proc = run("lightdp", "--quick", "--set", "training.lr=-1", "--out", str(out))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "training.lr" in proc.stderr
+    assert not out.exists()
+
+
+def test_bad_flag_is_argparse_exit_2():
+    proc = run("privacy_aware", "--seeds", "0")
+    assert proc.returncode == 2 and "--seeds" in proc.stderr
+
+
+def test_command_drops_output_flags():
+    shared = load("_shared")
+    argv = ["--quick", "--out", "x", "--workers=2", "--set", "model.kind=mlp", "--workers", "1"]
+    assert shared.command("lightdp", argv) == (
+        "python analysis/lightdp.py --quick --set model.kind=mlp"
+    )
