@@ -1,30 +1,28 @@
-"""What one round writes: the rounds-table row and the plug-ins' extra columns.
+"""What one round writes: the rounds-table row and the clients table, Mesa's way.
 
-``round_summary`` computes the round's row in one pass over the clients (phase 10);
-``round_reporters`` exposes it to Mesa's DataCollector; plug-ins add columns by declaring
-``round_columns``/``client_columns`` and returning values from ``round_metrics``/
-``client_metrics``.
+``round_summary`` computes the round's row in one pass over the client columns (phase 10);
+plug-ins add columns by declaring ``round_columns``/``client_columns`` (the ``ReportsRounds`` /
+``ReportsClients`` capabilities). ``ClientTableCollector`` is a Mesa ``DataCollector``: the
+rounds table is its model variables, the clients table its agent variables, recorded as one
+block of columns per step instead of one reporter call per agent and attribute.
 """
 
 from __future__ import annotations
 
 import math
-import types
-from collections.abc import Callable, Iterable
-from copy import deepcopy
-from functools import partial
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import mesa
 import numpy as np
 import pandas as pd
 
-from fedgame.agents.table import CLIENT_COLUMNS, ClientTable
+from fedgame.agents.schema import CLIENT_COLUMNS
+from fedgame.agents.table import ClientTable
+from fedgame.mechanisms.base import ReportsClients, ReportsRounds
 
 if TYPE_CHECKING:
     from fedgame.model import FedGameModel
-
-_SCALARS = (int, float, bool, str, type(None), np.number, np.bool_)
 
 ROUND_COLUMNS = (
     "test_accuracy",
@@ -48,17 +46,15 @@ ROUND_COLUMNS = (
 
 
 def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]]:
-    """Extra columns plug-ins declare (``round_columns`` / ``client_columns`` attributes)."""
+    """Extra columns plug-ins declare (``ReportsRounds`` / ``ReportsClients``)."""
     rounds: list[str] = []
     clients: list[str] = []
     for comp in components:
-        rounds += [c for c in getattr(comp, "round_columns", ()) if c not in rounds]
-        clients += [c for c in getattr(comp, "client_columns", ()) if c not in clients]
+        if isinstance(comp, ReportsRounds):
+            rounds += [c for c in comp.round_columns if c not in rounds]
+        if isinstance(comp, ReportsClients):
+            clients += [c for c in comp.client_columns if c not in clients]
     return rounds, clients
-
-
-def extra_reporter(column: str) -> Callable[[Any], float]:
-    return lambda obj: obj.extra.get(column, math.nan)
 
 
 def round_summary(m: FedGameModel) -> dict[str, Any]:
@@ -84,80 +80,110 @@ def round_summary(m: FedGameModel) -> dict[str, Any]:
         "reward_total": float(sum(m.payments.values())),
         "withdrawn_budget": m.state.withdrawn_budget,
         "aggregation_failed": m.state.aggregation_failed,
-        "lr": m.scenario.training.lr_at(m.state.info.round - 1),
+        "lr": m.scenario.training.lr_at(max(m.state.info.round - 1, 0)),
+        "wall_time_s": m.round_wall_time,
     }
 
 
-class ClientTableCollector(mesa.DataCollector):
-    """Mesa's DataCollector, with the client rows recorded as column blocks of the table.
+class AgentRecords(Mapping[int, list[tuple[Any, ...]]]):
+    """Mesa's agent-record layout (step -> ``[(step, AgentID, *values), ...]``), built on read.
 
-    Model reporters (the rounds table) work as in Mesa. Client agents are recorded by copying
-    each column of the ``ClientTable`` once per round (``CLIENT_COLUMNS`` then the plug-in
-    columns) instead of calling reporters per agent; ``get_agenttype_vars_dataframe(
-    ClientAgent)`` returns the usual ``(Step, AgentID)``-indexed frame and ``client_frame()``
-    the tidy table with a ``round`` column.
+    ``mesa.batch_run`` reads a collector's agent records in this layout, which
+    ``mesa.DataCollector`` documents for its storage; here it is a view over the column blocks,
+    materialised only for the steps asked for.
     """
 
-    def __init__(self, *, model_reporters: dict[str, Any], table: ClientTable) -> None:
-        super().__init__(model_reporters=model_reporters)
+    def __init__(self, collector: ClientTableCollector) -> None:
+        self.collector = collector
+
+    def __getitem__(self, step: int) -> list[tuple[Any, ...]]:
+        block = self.collector.blocks[step]
+        ids = self.collector.agent_ids.tolist()
+        columns = [block[name].tolist() for name in self.collector.client_columns]
+        return [(step, aid, *row) for aid, *row in zip(ids, *columns)]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.collector.blocks)
+
+    def __len__(self) -> int:
+        return len(self.collector.blocks)
+
+
+class ClientTableCollector(mesa.DataCollector):
+    """Mesa's DataCollector for a ``FedGameModel``: rounds as model variables, clients as agents.
+
+    ``collect`` is called at step 0 (the model as built) and after every round, as in Mesa, so
+    ``get_model_vars_dataframe()`` row *s* is step *s*. ``agent_reporters`` names the clients
+    table's columns (``CLIENT_COLUMNS`` then the plug-in columns); each step records them as a
+    copy of the table's columns. ``get_agent_vars_dataframe()`` is the clients table indexed by
+    (Step, AgentID), ``get_agenttype_vars_dataframe(T)`` its rows of agent type ``T`` (a
+    behaviour, or ``ClientAgent`` for all), and ``client_frame()`` the tidy table with a
+    ``round`` column.
+    """
+
+    def __init__(self, *, round_extra: Iterable[str] = (), table: ClientTable) -> None:
+        names = [*ROUND_COLUMNS, *(c for c in round_extra if c not in ROUND_COLUMNS)]
+        super().__init__(model_reporters={name: _summary_reporter(name) for name in names})
         self.table = table
-        self.client_columns = (*CLIENT_COLUMNS, *table.extra_columns)
-        self._client_blocks: dict[int, dict[str, np.ndarray]] = {}
-        self._agent_ids: np.ndarray | None = None
+        self.client_columns: tuple[str, ...] = (*CLIENT_COLUMNS, *table.extra_columns)
+        self.agent_reporters = {name: name for name in self.client_columns}
+        self.blocks: dict[int, dict[str, np.ndarray]] = {}
+        self.agent_ids = np.zeros(0, dtype=np.int64)
+        self._agent_records = AgentRecords(self)
 
     def collect(self, model: Any) -> None:
-        if not getattr(self, "_validated", False):  # Mesa validates reporters on first use
-            super().collect(model)
-        else:
-            self._collect_model_vars(model)
-        if self._agent_ids is None:
-            self._agent_ids = np.array([c.unique_id for c in model.clients], dtype=np.int64)
-        self._client_blocks[model.steps] = self.table.snapshot(self.client_columns)
+        """Record the round's row and a copy of every client column, at ``model.steps``."""
+        if not len(self.agent_ids):
+            self.agent_ids = np.array([c.unique_id for c in model.clients], dtype=np.int64)
+        for name, reporter in self.model_reporters.items():
+            self.model_vars[name].append(reporter(model))
+        self.blocks[model.steps] = self.table.snapshot(self.client_columns)
 
-    def _collect_model_vars(self, model: Any) -> None:
-        """Mesa's model-reporter step; scalars are stored as they are (Mesa deep-copies
-        every value, which only matters for mutable ones)."""
-        for var, reporter in self.model_reporters.items():
-            if isinstance(reporter, str):
-                value = getattr(model, reporter, None)
-            elif isinstance(reporter, list):
-                value = reporter[0](*reporter[1])
-            elif isinstance(reporter, types.LambdaType | partial):
-                value = reporter(model)
-            else:
-                value = reporter()
-            if not isinstance(value, _SCALARS):
-                value = deepcopy(value)
-            self.model_vars[var].append(value)
-
-    def client_frame(self) -> pd.DataFrame:
-        """One row per recorded round x client: ``round`` then the client columns."""
-        steps = list(self._client_blocks)
+    def client_frame(self, *, first_step: int = 1) -> pd.DataFrame:
+        """One row per recorded round (from ``first_step``) x client: ``round`` then columns."""
+        steps = [s for s in self.blocks if s >= first_step]
         if not steps:
             return pd.DataFrame(columns=["round", *self.client_columns])
         n = len(self.table)
         data: dict[str, Any] = {"round": np.repeat(np.asarray(steps, dtype=np.int64), n)}
         for name in self.client_columns:
-            data[name] = np.concatenate([self._client_blocks[s][name] for s in steps])
+            data[name] = np.concatenate([self.blocks[s][name] for s in steps])
         frame = pd.DataFrame(data)
-        frame["decline_reason"] = frame["decline_reason"].astype(str)
+        for name in ("decline_reason", "behaviour"):
+            frame[name] = frame[name].astype(str)
         return frame
 
+    def round_frame(self, *, first_step: int = 1) -> pd.DataFrame:
+        """The rounds table from ``first_step`` on, with a ``round`` column."""
+        frame = pd.DataFrame(self.model_vars).iloc[first_step:].reset_index(drop=True)
+        frame.insert(0, "round", np.arange(first_step, first_step + len(frame), dtype=np.int64))
+        return frame
+
+    def get_agent_vars_dataframe(self) -> pd.DataFrame:
+        """The clients table of every recorded step, indexed by (Step, AgentID)."""
+        frame = self.client_frame(first_step=0)
+        frame.insert(1, "AgentID", np.tile(self.agent_ids, len(self.blocks)))
+        return frame.rename(columns={"round": "Step"}).set_index(["Step", "AgentID"])
+
     def get_agenttype_vars_dataframe(self, agent_type: type) -> pd.DataFrame:
+        """The rows of clients of ``agent_type`` (a subclass of ``ClientAgent``)."""
         from fedgame.agents.client import ClientAgent
 
         if not issubclass(agent_type, ClientAgent):
             return super().get_agenttype_vars_dataframe(agent_type)
-        frame = self.client_frame()
-        ids = self._agent_ids if self._agent_ids is not None else np.zeros(0, np.int64)
-        frame.insert(1, "AgentID", np.tile(ids, len(self._client_blocks)))
-        return frame.rename(columns={"round": "Step"}).set_index(["Step", "AgentID"])
+        frame = self.get_agent_vars_dataframe()
+        if agent_type is ClientAgent:
+            return frame
+        return frame[frame["behaviour"] == agent_type.behaviour]
 
 
-def round_reporters() -> dict:
-    """DataCollector model reporters: the round summary's columns, then the wall time."""
-    reporters: dict[str, Any] = {
-        name: (lambda m, name=name: m.summary[name]) for name in ROUND_COLUMNS[:-1]
-    }
-    reporters["wall_time_s"] = "round_wall_time"
-    return reporters
+def _summary_reporter(name: str) -> Any:
+    """A model reporter reading one column of the model's round summary (NaN when absent)."""
+
+    def report(model: Any) -> Any:
+        if name in model.summary:
+            return model.summary[name]
+        return model.extra.get(name, math.nan)
+
+    report.__name__ = f"report_{name}"
+    return report

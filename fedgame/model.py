@@ -1,7 +1,8 @@
 """``FedGameModel``: one Mesa step is one federated round, in ten named phases.
 
-Agents decide (server: offer, selection, aggregation, payment; clients: participation and
-privacy level); the one ``BatchedLearner`` computes (all selected clients trained at once).
+Agents decide (the server: offer, selection, aggregation, payment; each client: participation
+and privacy level, through its agent type's ``respond``); the one ``BatchedLearner`` computes
+(all selected clients trained at once) and the one ``PrivacyBudget`` prices every release.
 """
 
 from __future__ import annotations
@@ -11,25 +12,20 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import mesa
 import numpy as np
 import torch
 
-from fedgame.agents.client import ClientAgent
+from fedgame.agents.client import ClientAgent, answers_in_batch, behaviour_type
 from fedgame.agents.server import ServerAgent
 from fedgame.agents.table import ClientTable
-from fedgame.collect import (
-    ClientTableCollector,
-    declared_columns,
-    extra_reporter,
-    round_reporters,
-    round_summary,
-)
+from fedgame.collect import ClientTableCollector, declared_columns, round_summary
 from fedgame.errors import DivergenceError
 from fedgame.learning.batched import LocalResult
-from fedgame.mechanisms.base import FaultDraw
+from fedgame.mechanisms.base import FaultDraw, Preparable, ReportsClients, ReportsRounds
 from fedgame.privacy.base import (
     FinalisesAggregate,
     PrivacyPlan,
@@ -38,6 +34,7 @@ from fedgame.privacy.base import (
 )
 from fedgame.privacy.budget import PrivacyBudget
 from fedgame.scenario.build import World, build_world
+from fedgame.scenario.coerce import ScenarioLike, scenario_from
 from fedgame.scenario.schema import Scenario
 from fedgame.seeding import SeedPlan
 from fedgame.views import (
@@ -62,7 +59,7 @@ class RoundState:
     views: ClientViews | None = None
     offer: Offer = field(default_factory=Offer)
     selection: Selection = field(default_factory=lambda: Selection(()))
-    #: ``selection.client_ids`` as an array (the clients that train, once the guard has run)
+    #: ``selection.client_ids`` as an array (the clients that train, once the budget admitted)
     selected: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     local: LocalResult | None = None
     privacy: PrivacyPlan | None = None
@@ -76,23 +73,53 @@ class RoundState:
     extra: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class AgentGroup:
+    """The clients of one agent type and whether the type answers as a batch."""
+
+    agent_type: type[ClientAgent]
+    ids: np.ndarray
+    batched: bool
+
+
 class FedGameModel(mesa.Model):
     """A DP federated-learning game: a server agent and ``population.clients`` client agents.
 
     Args:
-        scenario: a validated scenario.
+        scenario: a scenario file path, a mapping, a ``Scenario`` or None (all defaults).
+        seed: the scenario seed (overrides the scenario's ``seed``).
         replicate: replicate index for the seed plan (sweeps use it; common random numbers).
+        **keys: any scenario key with ``.`` written ``__`` (``population__clients=20``), so
+            ``mesa.batch_run`` and SolaraViz can set them; validated as ``fedgame run`` does.
+
+    ``run_model()`` stops after ``rounds`` steps. ``datacollector`` holds the rounds table
+    (model reporters) and the clients table (``get_agent_vars_dataframe()``, one row per step
+    and client agent).
     """
 
-    def __init__(self, scenario: Scenario, *, replicate: int = 0) -> None:
-        plan = SeedPlan(scenario.seed, replicate)
+    def __init__(
+        self,
+        scenario: ScenarioLike = None,
+        *,
+        seed: int | None = None,
+        replicate: int = 0,
+        **keys: Any,
+    ) -> None:
+        if seed is not None:
+            keys["seed"] = seed
+        resolved = (
+            scenario
+            if isinstance(scenario, Scenario) and not keys
+            else scenario_from(scenario, **keys)
+        )
+        plan = SeedPlan(resolved.seed, replicate)
         super().__init__(seed=plan.seed_int("mesa"))
-        self.scenario = scenario
+        self.scenario = resolved
+        self.replicate = replicate
         self.plan = plan
-        self.world: World = build_world(scenario, plan=plan)
+        self.world: World = build_world(resolved, plan=plan)
         self.learner = self.world.learner
         comps = self.world.components
-        self.policy = comps["policy"]
         self.privacy = comps["privacy"]
         self.faults = comps["network.faults"]
         self.server = ServerAgent(
@@ -101,12 +128,11 @@ class FedGameModel(mesa.Model):
             selection=comps["selection"],
             aggregation=comps["aggregation"],
         )
-        round_extra, client_extra = declared_columns(comps.values())
+        reporting = [c for c in comps.values() if isinstance(c, ReportsRounds | ReportsClients)]
+        round_extra, client_extra = declared_columns(reporting)
         self.table = ClientTable(self.world.population, extra_columns=client_extra)
-        self.clients = [
-            ClientAgent(self, client_id=i, table=self.table) for i in range(len(self.table))
-        ]
-        self.client_set = self.agents_by_type[ClientAgent]
+        self.clients: list[ClientAgent] = [None] * len(self.table)  # type: ignore[list-item]
+        self.groups = self._create_clients()
         self.budget = PrivacyBudget(
             self.privacy.accountant,
             epsilon_total=self.table.epsilon_total,
@@ -118,16 +144,30 @@ class FedGameModel(mesa.Model):
         self.payments: dict[int, float] = {}
         self.summary: dict[str, Any] = {}
         self.state = RoundState(
-            RoundInfo(0, scenario.rounds, len(self.clients)), time.perf_counter()
+            RoundInfo(0, resolved.rounds, len(self.clients)), time.perf_counter()
         )
         self.round_wall_time = 0.0
-        self.datacollector = ClientTableCollector(
-            model_reporters=round_reporters() | {c: extra_reporter(c) for c in round_extra},
-            table=self.table,
-        )
+        self._reporters = reporting
+        self.datacollector = ClientTableCollector(round_extra=round_extra, table=self.table)
+        self.summary = round_summary(self)
+        self.datacollector.collect(self)  # step 0: the model as built (Mesa's convention)
+        self.running = True
+
+    def _create_clients(self) -> tuple[AgentGroup, ...]:
+        """One Mesa agent type per behaviour; agents created in client-id order."""
+        groups = []
+        types = {}
+        for group in self.world.behaviours:
+            types[group.label] = behaviour_type(group.label, group.decision, params=group.params)
+        for cid, label in enumerate(self.table.behaviour.tolist()):
+            self.clients[cid] = types[label](self, client_id=cid, table=self.table)
+        for group in self.world.behaviours:
+            agent_type = types[group.label]
+            groups.append(AgentGroup(agent_type, group.ids, answers_in_batch(agent_type)))
+        return tuple(groups)
 
     def _prepare_components(self) -> None:
-        """Call each plug-in's optional ``prepare`` hook once, with its own random stream."""
+        """Call each plug-in's ``prepare`` once (its declared capability), own random stream."""
         ctx = SetupContext(
             num_clients=len(self.clients),
             rounds=self.scenario.rounds,
@@ -137,7 +177,7 @@ class FedGameModel(mesa.Model):
             planned_participations=self.world.planned_participations,
         )
         for path, comp in self.world.components.items():
-            if hasattr(comp, "prepare"):
+            if isinstance(comp, Preparable):
                 comp.prepare(ctx, rng=self.plan.rng("prepare", path))
 
     def _refresh_budgets(self, ids: np.ndarray) -> None:
@@ -146,7 +186,15 @@ class FedGameModel(mesa.Model):
             return
         charges = self.privacy.next_charges(self.table.views(ids))
         self.table.epsilon_after_next[ids] = self.budget.price(ids, charge_columns(charges))
-        self.table.invalidate(ids)
+
+    @cached_property
+    def network(self) -> mesa.discrete_space.Network:
+        """The client topology as a ``mesa.discrete_space.Network`` whose cells hold the
+        client agents (built on first use: a million-client run need not pay for it)."""
+        space = mesa.discrete_space.Network(self.world.graph, random=self.random)
+        for agent in self.clients:
+            space[agent.client_id].add_agent(agent)
+        return space
 
     # ------------------------------------------------------------------ the round
     def step(self) -> None:
@@ -161,6 +209,8 @@ class FedGameModel(mesa.Model):
         self.phase_aggregate()
         self.phase_settle()
         self.phase_collect()
+        if self.steps >= self.scenario.rounds:
+            self.running = False
 
     def phase_network(self) -> None:
         """1. Draw this round's failed links and stragglers."""
@@ -178,7 +228,6 @@ class FedGameModel(mesa.Model):
         link_up = np.asarray(draw.link_up, dtype=bool)
         table.link_up[:] = link_up
         table.straggled[:] = np.asarray(draw.straggler, dtype=bool)
-        table.invalidate(np.flatnonzero(~link_up))
         self.state.failed_links = int((~link_up).sum()) + len(draw.failed_edges)
         self.state.faults = draw
         self.state.views = views
@@ -186,14 +235,14 @@ class FedGameModel(mesa.Model):
     def phase_offer(self) -> None:
         """2. The leader announces its reward / plan."""
         market = MarketView(self._views(), self.state.info)
-        self.state.offer = self.server.make_offer(market, self.state.info)
+        self.state.offer = self.server.offer(market, self.state.info)
 
     def phase_respond(self) -> None:
-        """3. Followers decide participation and privacy level.
+        """3. Followers decide participation and privacy level: each agent type's ``respond``.
 
         Unreachable clients decline (``unreachable``), clients the leader excluded decline
-        (``excluded``); the others answer by the policy, all at once when it has
-        ``respond_all`` (a batched best response), else one ``respond`` call each.
+        (``excluded``); the others are asked, a whole agent type at once when its policy
+        answers in batch, else one agent at a time.
         """
         table, offer = self.table, self.state.offer
         market = MarketView(self._views(), self.state.info)
@@ -203,20 +252,21 @@ class FedGameModel(mesa.Model):
             table.decline_reason[excluded] = "excluded"
             eligible[excluded] = False
         table.decline_reason[~table.link_up] = "unreachable"
-        ids = np.flatnonzero(eligible)
-        if len(ids) == 0:
-            return
-        views = table.views() if len(ids) == len(table) else table.views(ids)
-        batch = getattr(self.policy, "respond_all", None)
-        if batch is not None:
-            responses = batch(offer, clients=views, market=market)
-        else:
-            responses = Responses.of(
-                [self.policy.respond(offer, me=v, market=market) for v in views]
-            )
-        if not np.array_equal(ids_of(responses), ids):
-            raise RuntimeError("policy answered for other clients than it was asked about")
-        table.record_responses(responses)
+        for group in self.groups:
+            ids = group.ids[eligible[group.ids]]
+            if len(ids) == 0:
+                continue
+            if group.batched:
+                views = table.views(ids)
+                responses = group.agent_type.policy.respond_all(offer, clients=views, market=market)
+            else:
+                clients = self.clients
+                responses = Responses.of([clients[i].respond(offer, market) for i in ids.tolist()])
+            if not np.array_equal(ids_of(responses), ids):
+                raise RuntimeError(
+                    f"{group.agent_type.__name__} answered for other clients than it was asked"
+                )
+            table.record_responses(responses)
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""
@@ -336,12 +386,10 @@ class FedGameModel(mesa.Model):
         if plan is not None and self.state.responses is not None:
             sent = self.state.uploaded
             ids = self.state.selected[sent]
-            charges = charge_columns(plan.charges)
-            if not sent.all():
-                charges = charges[sent]
             charged, _ = self.budget.charge_admitted(sent)
             if isinstance(self.privacy, RecordsReleases):  # closed-form ε columns
-                self.privacy.record_releases(ids, charges)
+                charges = charge_columns(plan.charges)
+                self.privacy.record_releases(ids, charges if sent.all() else charges[sent])
             self.table.record_release(charged, self.budget.spent[charged])
             self._refresh_budgets(charged)
             delivered = self.state.responses if sent.all() else self.state.responses[sent]
@@ -350,16 +398,17 @@ class FedGameModel(mesa.Model):
 
     def phase_collect(self) -> None:
         """10. One row for the round, one per client (plug-ins add their declared columns)."""
-        for comp in self.world.components.values():
-            if hasattr(comp, "round_metrics"):
+        for comp in self._reporters:
+            if isinstance(comp, ReportsRounds):
                 self.extra.update(comp.round_metrics())
-            if hasattr(comp, "client_metrics"):
+            if isinstance(comp, ReportsClients):
                 for name, values in comp.client_metrics().items():
-                    column = self.table.extra[name]
-                    for cid, value in values.items():
-                        column[cid] = value
-        self.summary = round_summary(self)
+                    if values:
+                        column = self.table.extra[name]
+                        ids = np.fromiter(values.keys(), np.int64, len(values))
+                        column[ids] = np.fromiter(values.values(), float, len(values))
         self.round_wall_time = time.perf_counter() - self.state.started
+        self.summary = round_summary(self)
         self.datacollector.collect(self)
 
     def _views(self) -> ClientViews:

@@ -1,13 +1,13 @@
 """Read-only context objects passed between agents and mechanisms.
 
-Mechanisms never see agent objects: they get frozen views of the facts they may use, and
-return frozen decisions. Fields a later mechanism family needs (e.g. ``rho`` for zCDP) are
+Mechanisms never see agent objects: they get frozen views of the facts they may use
+(``ClientView``, defined with the rest of the client schema in :mod:`fedgame.agents.schema`),
+and return frozen decisions. Fields a later mechanism family needs (e.g. ``rho`` for zCDP) are
 carried here with neutral defaults so every family speaks the same types.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,57 +15,14 @@ from typing import Any, overload
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class ClientView:
-    """What the server and mechanisms may know about one client at a round.
-
-    ``epsilon_round``/``delta_round``: the default per-participation budget (its total split
-    over planned participations); ``epsilon_spent``: what its accountant reports so far.
-    """
-
-    client_id: int
-    dataset_size: int
-    emd: float
-    privacy_value: float
-    epsilon_total: float
-    delta: float
-    epsilon_spent: float
-    epsilon_round: float
-    delta_round: float
-    straggle_prob: float
-    colluder: bool
-    reachable: bool = True
-    participations: int = 0
-    label_counts: tuple[int, ...] = ()
-    epsilon_after_next: float = float("nan")
-
-    @property
-    def epsilon_remaining(self) -> float:
-        return max(self.epsilon_total - self.epsilon_spent, 0.0)
-
-    @property
-    def can_afford_next(self) -> bool:
-        """Whether one more default participation keeps ε spent within ε_total.
-
-        ``epsilon_after_next`` is the accountant's ε after that participation; when unknown
-        (nan) the basic-composition estimate ε_spent + ε_round is used.
-        """
-        after = self.epsilon_after_next
-        if after != after:
-            after = self.epsilon_spent + self.epsilon_round
-        return after <= self.epsilon_total * (1 + 1e-9)
-
-
-#: the facts a plug-in may read about a client: exactly the fields of ``ClientView``
-VIEW_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ClientView))
+from fedgame.agents.schema import VIEW_FIELDS, ClientView
 
 
 class ClientViews(Sequence[ClientView]):
     """A round's views of some clients: a sequence of ``ClientView`` with column access.
 
-    Items are built lazily from the model's client table (and cached there), so handing every
-    client's view to a plug-in costs nothing until it reads them. ``ids`` and
+    Items are built lazily from the model's client table, so handing every client's view to a
+    plug-in costs nothing until it reads them. ``ids`` and
     ``column(name)`` give a plug-in the same facts as numpy arrays without building views
     (``ids_of``/``column_of`` use them when present and fall back to plain sequences). Valid
     for the round it was handed out in.

@@ -81,7 +81,7 @@ def test_training_improves_accuracy_without_noise(tiny):
 
 def test_emd_column_matches_label_counts(tiny):
     model = FedGameModel(validate(tiny))
-    counts = model.world.population.label_counts.astype(float)
+    counts = model.world.population["label_counts"].astype(float)
     freq = counts / counts.sum(1, keepdims=True)
     pop = counts.sum(0) / counts.sum()
     np.testing.assert_allclose([c.emd for c in model.clients], np.abs(freq - pop).sum(1))

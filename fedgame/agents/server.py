@@ -32,11 +32,13 @@ class ServerAgent(mesa.Agent):
         self.selection = Selection(())
         self.payments: dict[int, float] = {}
 
-    def make_offer(self, market: MarketView, info: RoundInfo) -> Offer:
+    def offer(self, market: MarketView, info: RoundInfo) -> Offer:
+        """Phase 2: the round's reward and plan (the incentive plug-in's move)."""
         self.offer_made = self.incentive.offer(market, info=info)
         return self.offer_made
 
     def select(self, candidates: Sequence[ClientView], info: RoundInfo) -> Selection:
+        """Phase 4: the participants among the willing, reachable ``candidates``."""
         rng = self.model.plan.rng("selection", info.round)
         self.selection = self.selection_rule.select(candidates, info=info, rng=rng)
         return self.selection
@@ -48,9 +50,11 @@ class ServerAgent(mesa.Agent):
         dropped: Sequence[ClientView],
         info: RoundInfo,
     ) -> torch.Tensor | None:
+        """Phase 8: one update from the received rows (None: the aggregation failed)."""
         rng = self.model.plan.rng("masks", info.round)
         return self.aggregation.aggregate(updates, clients=clients, dropped=dropped, rng=rng)
 
     def pay(self, delivered: Sequence[Response], info: RoundInfo) -> dict[int, float]:
+        """Phase 9: payments for the delivered updates, by the incentive's rule."""
         self.payments = self.incentive.settle(self.offer_made, delivered, info=info)
         return self.payments

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -98,7 +98,26 @@ class FaultModel(Protocol):
     ) -> FaultDraw: ...
 
 
+@runtime_checkable
 class Preparable(Protocol):
-    """Optional hook of any plug-in: called once before round 1."""
+    """Capability of any plug-in: ``prepare`` is called once before round 1."""
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None: ...
+
+
+@runtime_checkable
+class ReportsRounds(Protocol):
+    """Capability: adds ``round_columns`` to the rounds table (values from ``round_metrics``)."""
+
+    round_columns: tuple[str, ...]
+
+    def round_metrics(self) -> Mapping[str, float]: ...
+
+
+@runtime_checkable
+class ReportsClients(Protocol):
+    """Capability: adds ``client_columns`` to the clients table (``{column: {id: value}}``)."""
+
+    client_columns: tuple[str, ...]
+
+    def client_metrics(self) -> Mapping[str, Mapping[int, float]]: ...

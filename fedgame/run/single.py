@@ -48,9 +48,7 @@ def resolved_scenario(scenario: Scenario) -> dict[str, Any]:
 def tables(model: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The model's DataCollector records as tidy frames (rounds, clients)."""
     dc = model.datacollector
-    rounds = dc.get_model_vars_dataframe().reset_index(drop=True)
-    rounds.insert(0, "round", range(1, len(rounds) + 1))
-    return rounds, dc.client_frame()
+    return dc.round_frame(), dc.client_frame()
 
 
 def simulate(

@@ -21,24 +21,24 @@ from fedgame.errors import ScenarioError
 from fedgame.learning.batched import BatchedLearner
 from fedgame.learning.batched import resolve_device as learner_device
 from fedgame.learning.models import init_parameters
+from fedgame.scenario import behaviours
 from fedgame.scenario.schema import Scenario
 from fedgame.seeding import SeedPlan
 
 
-@dataclass
-class Population:
-    """Per-client attribute arrays, indexed by client id."""
+@dataclass(frozen=True)
+class BehaviourGroup:
+    """One behaviour of the population: its label, its decision rule and its clients.
 
-    dataset_size: np.ndarray
-    label_counts: np.ndarray
-    emd: np.ndarray
-    privacy_value: np.ndarray
-    epsilon_total: np.ndarray
-    delta: np.ndarray
-    epsilon_round: np.ndarray
-    delta_round: np.ndarray
-    straggle_prob: np.ndarray
-    colluder: np.ndarray
+    ``decision`` is a policy plug-in instance, or a registered ``ClientAgent`` subclass (with
+    its validated ``params``) that decides in its own ``respond``.
+    """
+
+    label: str
+    kind: str
+    decision: Any
+    params: Any
+    ids: np.ndarray
 
 
 @dataclass
@@ -48,7 +48,8 @@ class World:
     dataset: Dataset
     parts: list[np.ndarray]
     learner: BatchedLearner
-    population: Population
+    population: dict[str, np.ndarray]
+    behaviours: tuple[BehaviourGroup, ...]
     graph: nx.Graph
     components: dict[str, Any]
     device: torch.device
@@ -63,13 +64,30 @@ def resolve_device(name: str) -> torch.device:
 
 
 def build_components(scenario: Scenario) -> dict[str, Any]:
-    """Instantiate every plug-in named in the scenario."""
+    """Instantiate every plug-in named in the scenario (client policies: ``build_behaviours``)."""
     from fedgame.scenario.schema import COMPONENT_FAMILIES
 
     return {
         path: registry.create(family, scenario.component(path).kind, scenario.config(path))
         for path, family in COMPONENT_FAMILIES.items()
+        if family != "policy"
     }
+
+
+def build_behaviours(scenario: Scenario, index: np.ndarray) -> tuple[BehaviourGroup, ...]:
+    """One group per resolved behaviour, with its decision rule and its clients' ids."""
+    from fedgame.agents.client import ClientAgent
+
+    groups = []
+    for j, spec in enumerate(scenario.behaviours()):
+        cls = registry.entry("policy", spec.kind).cls
+        own_agent = isinstance(cls, type) and issubclass(cls, ClientAgent)
+        decision = cls if own_agent else registry.create("policy", spec.kind, spec.config)
+        ids = np.flatnonzero(index == j).astype(np.int64)
+        groups.append(
+            BehaviourGroup(spec.label, spec.kind, decision, spec.config if own_agent else None, ids)
+        )
+    return tuple(groups)
 
 
 def sample_population(
@@ -81,32 +99,42 @@ def sample_population(
     plan: SeedPlan,
     privacy: Any,
     participations: int,
-) -> Population:
-    """Draw each client's economic and privacy attributes from the scenario's distributions."""
+    behaviour_labels: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Each client's static columns (``fedgame.agents.schema``), drawn from the scenario.
+
+    Every attribute has its own named stream, so adding one does not change the others.
+    """
     pop = scenario.population
     n = pop.clients
     counts = label_counts(labels, parts, num_classes)
     eps_total = pop.budget.epsilon.sample(n, rng=plan.rng("population", "epsilon"))
     delta = pop.budget.delta.sample(n, rng=plan.rng("population", "delta"))
-    eps_round, delta_round = privacy.epsilon_per_round(
-        eps_total, delta, participations=participations
-    )
+    try:
+        eps_round, delta_round = privacy.epsilon_per_round(
+            eps_total, delta, participations=participations
+        )
+    except ScenarioError as err:
+        raise ScenarioError(
+            "population.budget.epsilon", ..., f"the privacy mechanism cannot use it: {err}"
+        ) from None
     colluder = np.zeros(n, dtype=bool)
     if pop.colluders:
         chosen = plan.rng("population", "colluders").choice(n, size=pop.colluders, replace=False)
         colluder[chosen] = True
-    return Population(
-        dataset_size=np.array([len(p) for p in parts], dtype=np.int64),
-        label_counts=counts,
-        emd=emd_to_population(counts),
-        privacy_value=pop.privacy_value.sample(n, rng=plan.rng("population", "privacy_value")),
-        epsilon_total=eps_total,
-        delta=delta,
-        epsilon_round=np.asarray(eps_round, dtype=float),
-        delta_round=np.asarray(delta_round, dtype=float),
-        straggle_prob=pop.straggle_prob.sample(n, rng=plan.rng("population", "straggle_prob")),
-        colluder=colluder,
-    )
+    return {
+        "dataset_size": np.array([len(p) for p in parts], dtype=np.int64),
+        "label_counts": counts,
+        "emd": emd_to_population(counts),
+        "privacy_value": pop.privacy_value.sample(n, rng=plan.rng("population", "privacy_value")),
+        "epsilon_total": eps_total,
+        "delta": delta,
+        "epsilon_round": np.asarray(eps_round, dtype=float),
+        "delta_round": np.asarray(delta_round, dtype=float),
+        "straggle_prob": pop.straggle_prob.sample(n, rng=plan.rng("population", "straggle_prob")),
+        "colluder": colluder,
+        "behaviour": behaviour_labels,
+    }
 
 
 def build_world(scenario: Scenario, *, plan: SeedPlan) -> World:
@@ -135,6 +163,9 @@ def build_world(scenario: Scenario, *, plan: SeedPlan) -> World:
     )
     fraction = components["selection"].expected_fraction(n)
     participations = max(1, math.ceil(scenario.rounds * fraction))
+    index = behaviours.assignment(scenario, rng=plan.rng("population", "behaviour"))
+    groups = build_behaviours(scenario, index)
+    labels = np.array([g.label for g in groups], dtype=object)[index]
     population = sample_population(
         scenario,
         parts,
@@ -143,6 +174,12 @@ def build_world(scenario: Scenario, *, plan: SeedPlan) -> World:
         plan=plan,
         privacy=components["privacy"],
         participations=participations,
+        behaviour_labels=labels,
     )
     graph = components["network.topology"].build(n, rng=plan.rng("topology"))
-    return World(dataset, parts, learner, population, graph, components, device, participations)
+    for group in groups:
+        if group.params is None:
+            components[f"behaviour:{group.label}"] = group.decision
+    return World(
+        dataset, parts, learner, population, groups, graph, components, device, participations
+    )

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from fedgame import registry
 from fedgame.errors import ScenarioError
+from fedgame.scenario import behaviours
 from fedgame.scenario.schema import COMPONENT_FAMILIES, Scenario
 
 SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml"}
@@ -99,6 +100,7 @@ def validate(data: Mapping[str, Any], *, file: str | None = None) -> Scenario:
         except ValidationError as exc:
             raise registry.scenario_error_from_pydantic(exc, model=Scenario) from None
         resolve_components(scenario)
+        scenario._behaviours = behaviours.resolve(scenario)
         check_cross_fields(scenario)
     except ScenarioError as err:
         raise (err.with_file(file) if file else err) from None

@@ -60,10 +60,26 @@ class Budget(_Strict):
     )
 
 
+class Behaviour(Component):
+    """One behaviour of a mixed population: a ``policy`` plug-in (``kind`` and its parameters)
+    followed by a ``share`` of the clients (or by the clients ``population.assign`` gives it).
+    ``name`` labels its agent type (default: the kind, numbered when a kind repeats)."""
+
+    share: float | None = Field(None, gt=0.0, le=1.0)
+    name: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 class Population(_Strict):
-    """The clients: how many, and distributions of their economic and privacy attributes."""
+    """The clients: how many, and distributions of their economic and privacy attributes.
+
+    ``behaviours`` mixes decision rules (each one a Mesa agent type); without it every client
+    follows the scenario's ``policy``. ``assign`` lists each client's behaviour index instead
+    of shares.
+    """
 
     clients: PositiveInt = 50
+    behaviours: list[Behaviour] = Field(default_factory=list)
+    assign: list[int] | None = None
     privacy_value: Distribution = Field(default_factory=lambda: Constant(value=1.0))
     budget: Budget = Field(default_factory=Budget)
     straggle_prob: Distribution = Field(default_factory=lambda: Constant(value=0.0))
@@ -122,10 +138,15 @@ class Scenario(_Strict):
     sweep: Sweep = Field(default_factory=Sweep)
 
     _configs: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
+    _behaviours: tuple[Any, ...] = PrivateAttr(default=())
 
     def config(self, path: str) -> Any:
         """The validated plug-in config at dotted ``path`` (e.g. ``"selection"``)."""
         return self._configs[path]
+
+    def behaviours(self) -> tuple[Any, ...]:
+        """The resolved behaviours (``fedgame.scenario.behaviours.BehaviourSpec``)."""
+        return self._behaviours
 
     def component(self, path: str) -> Component:
         """The ``Component`` at dotted ``path``."""

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.base import FaultDraw
-from fedgame.views import ClientView, RoundInfo
+from fedgame.views import ClientView, RoundInfo, column_of
 
 #: a probability in [0, 1] (validated; bad values name the key)
 Prob = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -92,4 +92,5 @@ class RecordsDraw:
 
 
 def straggle_probs(clients: Sequence[ClientView]) -> np.ndarray:
-    return np.array([c.straggle_prob for c in clients], dtype=float)
+    """Each client's straggle probability (a column read on ``ClientViews``)."""
+    return column_of(clients, "straggle_prob")

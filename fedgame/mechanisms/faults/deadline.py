@@ -19,7 +19,7 @@ from fedgame.mechanisms.faults.common import (
     poisson_binomial,
 )
 from fedgame.registry import register
-from fedgame.views import ClientView, RoundInfo
+from fedgame.views import ClientView, RoundInfo, column_of
 
 _Z = np.linspace(-9.0, 9.0, 6001)
 _PHI = norm.pdf(_Z) * (_Z[1] - _Z[0])
@@ -76,8 +76,11 @@ class DeadlineStragglers(RecordsDraw):
 
     def _work_time(self, clients: Sequence[ClientView]) -> np.ndarray:
         cfg = self.config
-        work = [c.dataset_size if cfg.work == "dataset" else cfg.work_samples for c in clients]
-        return cfg.time_per_sample * np.asarray(work, dtype=float)
+        if cfg.work == "dataset":
+            work = column_of(clients, "dataset_size")
+        else:
+            work = np.full(len(clients), float(cfg.work_samples))
+        return cfg.time_per_sample * work
 
     def miss_probabilities(self, clients: Sequence[ClientView]) -> np.ndarray:
         cfg = self.config
