@@ -1,7 +1,10 @@
 """Command line: ``fedgame run | sweep | validate | list | report``.
 
-Bad input prints one line naming the file, key, value and what is allowed, and exits with
-code 2 before anything is written.
+Bad input (a scenario, a ``--set``, a command-line option) prints one line naming the file,
+key, value and what is allowed, and exits with code 2 before anything is written. ``run``
+and ``sweep`` make every check ``validate`` makes (:mod:`fedgame.scenario.preflight`) before
+the first round. Ctrl-C (SIGINT) and SIGTERM stop a run or a sweep with its finished rounds
+written, one line on stderr and exit code 130 or 143 (128 + the signal number).
 """
 
 from __future__ import annotations
@@ -11,16 +14,25 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from fedgame.cli_sweep import add_parsers, cmd_report, cmd_sweep
-from fedgame.errors import FedGameError, ScenarioError
+from fedgame.errors import FedGameError, Interrupted, ScenarioError
 
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``fedgame: ...``) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"fedgame: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fedgame", description="Differentially private federated learning as a game."
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -39,9 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--replicate", type=int, default=0, help="replicate index for the seed plan")
     run.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
 
-    val = sub.add_parser("validate", help="check scenario files without running them")
+    val = sub.add_parser(
+        "validate", help="make every check a run makes, short of training, without running"
+    )
     val.add_argument("files", nargs="+")
     val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    val.add_argument("--out", help="results folder to check (default: each scenario's output.dir)")
 
     lst = sub.add_parser("list", help="list registered components per family")
     lst.add_argument("family", nargs="?", help="only this family")
@@ -52,12 +67,31 @@ def _parser() -> argparse.ArgumentParser:
 def cmd_run(args: argparse.Namespace) -> int:
     from fedgame.run.single import simulate
     from fedgame.scenario.load import load_scenario
+    from fedgame.scenario.preflight import preflight
 
     scenario = load_scenario(args.file, args.overrides)
-    out = Path(args.out) if args.out else Path(scenario.output.dir)
+    if args.replicate < 0:
+        raise ScenarioError("--replicate", args.replicate, "an integer >= 0")
+    out, out_key = (args.out, "--out") if args.out else (scenario.output.dir, "output.dir")
+    preflight(scenario, out=out, out_key=out_key, file=args.file)
     if args.quiet:
         warnings.simplefilter("ignore")
-    result = simulate(scenario, out_dir=out, replicate=args.replicate, progress=not args.quiet)
+    try:
+        result = simulate(
+            scenario, out_dir=Path(out), replicate=args.replicate, progress=not args.quiet
+        )
+    except Interrupted as stop:
+        kept = stop.result.manifest if stop.result is not None else None
+        where = f" in {stop.result.run_dir}" if stop.result is not None else ""
+        done = (
+            f"kept {kept['rounds_completed']} of {kept['rounds_planned']} rounds{where}"
+            if kept is not None
+            else "before the first round; nothing written"
+        )
+        print(f"fedgame: run {stop.describe()}; {done}", file=sys.stderr)
+        return stop.exit_code
+    except ScenarioError as err:
+        raise err.with_file(args.file) from None
     if result.manifest["status"] == "diverged":
         print(
             f"fedgame: run stopped: {result.manifest['message']}; kept "
@@ -76,19 +110,24 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """Load each file and run the preflight checks a run would (nothing is written)."""
     from fedgame.scenario.load import load_scenario
+    from fedgame.scenario.preflight import preflight
 
     failed = 0
     for file in args.files:
         try:
             scenario = load_scenario(file, args.overrides)
+            out, key = (args.out, "--out") if args.out else (scenario.output.dir, "output.dir")
+            report = preflight(scenario, out=out, out_key=key, file=file)
         except ScenarioError as err:
             print(f"fedgame: {err}", file=sys.stderr)
             failed += 1
         else:
             print(
                 f"{file}: ok ({scenario.name}, {scenario.population.clients} clients, "
-                f"{scenario.rounds} rounds)"
+                f"{scenario.rounds} rounds, {report.device}, memory about "
+                f"{report.footprint.describe(top=2)})"
             )
     return EXIT_BAD_INPUT if failed else 0
 
@@ -121,18 +160,25 @@ def _format_warning(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedgame`` console script; returns the exit code."""
+    from fedgame.run.interrupts import StopOnSignal
+
     warnings.formatwarning = _format_warning
     args = _parser().parse_args(argv)
     handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list}
     handlers |= {"sweep": cmd_sweep, "report": cmd_report}
     try:
-        return handlers[args.command](args)
+        with StopOnSignal():  # SIGTERM while reading or checking input ends like Ctrl-C
+            return handlers[args.command](args)
     except ScenarioError as err:
         print(f"fedgame: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except FedGameError as err:
-        print(f"fedgame: {err}", file=sys.stderr)
+    except (FedGameError, OSError) as err:
+        print(f"fedgame: {' '.join(str(err).split())}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as exc:
+        stop = exc if isinstance(exc, Interrupted) else Interrupted()
+        print(f"fedgame: {stop.describe()}", file=sys.stderr)
+        return stop.exit_code
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 ``fedgame sweep`` exits 0 when every run finished (completed or diverged), 1 when some run
 failed (each is printed with its error and recorded in its manifest), 2 on bad input (nothing
-is run or written then).
+is run or written then), 130/143 when stopped by Ctrl-C/SIGTERM (finished runs stay written;
+the next call resumes). ``fedgame report`` checks the folder it reads before writing anything.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
-from fedgame.errors import ScenarioError
+from fedgame.errors import Interrupted, ScenarioError
 
 EXIT_RUNS_FAILED = 1
 
@@ -61,13 +61,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     if args.quiet:
         warnings.simplefilter("ignore")
-    summary = run_sweep(
-        plan,
-        executor=args.executor,
-        workers=args.workers,
-        address=args.address,
-        progress=not args.quiet,
-    )
+    try:
+        summary = run_sweep(
+            plan,
+            executor=args.executor,
+            workers=args.workers,
+            address=args.address,
+            progress=not args.quiet,
+        )
+    except Interrupted as stop:
+        done = f"; {stop.result.line()}" if stop.result is not None else ""
+        print(f"fedgame: sweep {stop.describe()}{done}; rerun to resume", file=sys.stderr)
+        return stop.exit_code
+    except ScenarioError as err:
+        raise err.with_file(args.file) from None
+    for run_id, problem in summary.repaired.items():
+        print(
+            f"fedgame: warning: run {run_id} was damaged ({problem}); ran it again", file=sys.stderr
+        )
     for run_id, error in summary.failed.items():
         print(f"fedgame: run {run_id} failed: {error}", file=sys.stderr)
     if not args.quiet:
@@ -78,9 +89,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from fedgame.analysis.report import write_report
+    from fedgame.run.store import result_dir_problem
 
-    if not Path(args.result_dir).exists():
-        raise ScenarioError("RESULT_DIR", args.result_dir, "an existing run or sweep folder")
+    problem = result_dir_problem(args.result_dir)
+    if problem is not None:
+        raise ScenarioError(
+            "RESULT_DIR", args.result_dir, f"a readable run or sweep folder; {problem}"
+        )
     path = write_report(args.result_dir, out=args.out, target=args.target)
     print(f"report: {path}")
     return 0

@@ -139,9 +139,11 @@ class ClientTableCollector(mesa.DataCollector):
             self.model_vars[name].append(reporter(model))
         self.blocks[model.steps] = self.table.snapshot(self.client_columns)
 
-    def client_frame(self, *, first_step: int = 1) -> pd.DataFrame:
-        """One row per recorded round (from ``first_step``) x client: ``round`` then columns."""
-        steps = [s for s in self.blocks if s >= first_step]
+    def client_frame(self, *, first_step: int = 1, last_step: int | None = None) -> pd.DataFrame:
+        """One row per recorded round (``first_step``..``last_step``) x client: ``round`` then
+        the columns."""
+        last = max(self.blocks, default=0) if last_step is None else last_step
+        steps = [s for s in self.blocks if first_step <= s <= last]
         if not steps:
             return pd.DataFrame(columns=["round", *self.client_columns])
         n = len(self.table)
@@ -153,9 +155,10 @@ class ClientTableCollector(mesa.DataCollector):
             frame[name] = frame[name].astype(str)
         return frame
 
-    def round_frame(self, *, first_step: int = 1) -> pd.DataFrame:
-        """The rounds table from ``first_step`` on, with a ``round`` column."""
-        frame = pd.DataFrame(self.model_vars).iloc[first_step:].reset_index(drop=True)
+    def round_frame(self, *, first_step: int = 1, last_step: int | None = None) -> pd.DataFrame:
+        """The rounds table of steps ``first_step``..``last_step``, with a ``round`` column."""
+        stop = None if last_step is None else last_step + 1
+        frame = pd.DataFrame({k: list(v[first_step:stop]) for k, v in self.model_vars.items()})
         frame.insert(0, "round", np.arange(first_step, first_step + len(frame), dtype=np.int64))
         return frame
 

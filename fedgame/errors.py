@@ -2,11 +2,36 @@
 
 ``ScenarioError`` is the one users see for bad input: it names the file, the dotted key,
 the bad value and what is allowed. The CLI turns it into one line on stderr and exit code 2.
+The value is rendered short (at most :data:`MAX_VALUE_CHARS` characters, nested containers
+abbreviated without being expanded), so a huge or self-similar value cannot make the
+message itself expensive. ``Interrupted`` is how a run learns it was asked to stop.
 """
 
 from __future__ import annotations
 
+import reprlib
+import signal
 from typing import Any
+
+#: longest rendering of a bad value in an error message (longer ones end in "...")
+MAX_VALUE_CHARS = 120
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel = 3
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxset = _SHORT.maxdict = 6
+_SHORT.maxstring = _SHORT.maxother = MAX_VALUE_CHARS
+_SHORT.maxlong = 40
+
+
+def short_repr(value: Any, *, limit: int = MAX_VALUE_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters, without building the full repr.
+
+    Containers are abbreviated by :mod:`reprlib` (a few items per level, three levels), so a
+    value with millions of items, or one that refers to itself, renders in constant time.
+    Newlines are escaped so the message stays on one line.
+    """
+    text = _SHORT.repr(value).replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class FedGameError(Exception):
@@ -33,8 +58,8 @@ class ScenarioError(FedGameError, ValueError):
         super().__init__(self.render())
 
     def with_file(self, file: str) -> ScenarioError:
-        """Return a copy that names ``file``."""
-        return ScenarioError(self.key, self.value, self.allowed, file=file)
+        """Return a copy that names ``file`` (an error that already names one keeps it)."""
+        return ScenarioError(self.key, self.value, self.allowed, file=self.file or file)
 
     def with_prefix(self, prefix: str) -> ScenarioError:
         """Return a copy whose key is nested under ``prefix``."""
@@ -44,9 +69,9 @@ class ScenarioError(FedGameError, ValueError):
     def render(self) -> str:
         where = f"{self.file}: " if self.file else ""
         key = f"key '{self.key}'" if self.key else "file"
-        got = "" if self.value is ... else f" has value {self.value!r};"
+        got = "" if self.value is ... else f" has value {short_repr(self.value)};"
         allowed = f" {self.allowed}" if self.allowed else ""
-        return f"{where}{key}{got}{allowed}".rstrip(";")
+        return " ".join(f"{where}{key}{got}{allowed}".rstrip(";").splitlines())
 
 
 class DivergenceError(FedGameError):
@@ -55,3 +80,25 @@ class DivergenceError(FedGameError):
 
 class BudgetExhausted(FedGameError):
     """A privacy accountant was asked to spend beyond a client's budget."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run or sweep was stopped by a signal (Ctrl-C = SIGINT, or SIGTERM).
+
+    A ``KeyboardInterrupt``, so code that already stops cleanly on Ctrl-C stops the same way
+    on SIGTERM. ``result`` carries what the run kept (a ``RunResult``), when there is one.
+    """
+
+    def __init__(self, signum: int = signal.SIGINT, result: Any = None) -> None:
+        self.signum = int(signum)
+        self.result = result
+        super().__init__(self.describe())
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's convention for a process ended by a signal: 128 + its number."""
+        return 128 + self.signum
+
+    def describe(self) -> str:
+        name = signal.Signals(self.signum).name
+        return "stopped by Ctrl-C (SIGINT)" if name == "SIGINT" else f"stopped by {name}"

@@ -16,8 +16,23 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
+def _refuse_bools(value: Any) -> Any:
+    """Distribution fields are numbers: ``true``/``false`` is refused (pydantic reads 1/0)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            items = item if isinstance(item, list) else [item]
+            if any(isinstance(v, bool) for v in items):
+                raise ValueError(f"{key} must be a number, not true/false")
+    return value
+
+
 class _Dist(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bools(cls, value: Any) -> Any:
+        return _refuse_bools(value)
 
     def sample(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
@@ -136,6 +151,11 @@ class MixtureComponent(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     weight: float = Field(gt=0.0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bools(cls, value: Any) -> Any:
+        return _refuse_bools(value)
+
     def distribution(self) -> Distribution:
         return parse_distribution(dict(self.model_extra or {}))
 
@@ -148,13 +168,20 @@ class Mixture(_Dist):
 
     @model_validator(mode="after")
     def _components(self) -> Mixture:
-        for comp in self.components:
-            comp.distribution()
+        for i, comp in enumerate(self.components):
+            if isinstance(comp.distribution(), ExplicitList | Mixture):
+                raise ValueError(
+                    f"component {i} is a {comp.distribution().dist}; a mixture component is a "
+                    "constant, uniform, normal, lognormal or choice distribution"
+                )
+        total = sum(c.weight for c in self.components)
+        if not np.isclose(total, 1.0):
+            raise ValueError(f"component weights must sum to 1, got {total:g}")
         return self
 
     def sample(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
         weights = np.array([c.weight for c in self.components])
-        which = rng.choice(len(weights), size=n, p=weights / weights.sum())
+        which = rng.choice(len(weights), size=n, p=weights / weights.sum())  # sums to 1 already
         out = np.empty(n, dtype=float)
         for k, comp in enumerate(self.components):
             mask = which == k

@@ -15,7 +15,10 @@ Other loaders live in :mod:`fedgame.data.idx` (MNIST, Fashion-MNIST),
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -73,6 +76,52 @@ class Dataset:
         return int(self.y_test.shape[0])
 
 
+@dataclass(frozen=True)
+class DataFootprint:
+    """What a dataset holds once loaded, known without loading it (for the preflight checks).
+
+    Attributes:
+        num_train: training samples (exact when ``exact``, else an estimate).
+        num_test: test samples.
+        input_shape: shape of one sample.
+        num_classes: number of classes.
+        load_bytes: peak host memory while loading, before the learner takes the arrays.
+        exact: whether ``num_train`` is exact (random sizes make it an expectation).
+    """
+
+    num_train: int
+    num_test: int
+    input_shape: tuple[int, ...]
+    num_classes: int
+    load_bytes: int
+    exact: bool = True
+
+    @property
+    def resident_bytes(self) -> int:
+        """Memory of the loaded arrays: float32 features and int64 labels."""
+        return (self.num_train + self.num_test) * (4 * math.prod(self.input_shape) + 8)
+
+
+@runtime_checkable
+class SizedDataset(Protocol):
+    """Optional capability of a dataset plug-in: its :class:`DataFootprint` without loading.
+
+    ``footprint`` checks what can be checked cheaply (files present, headers readable) and
+    raises ``ScenarioError`` on the plug-in's own keys when the data cannot be loaded.
+    """
+
+    def footprint(self, *, num_clients: int) -> DataFootprint: ...
+
+
+def split_sizes(
+    class_counts: Sequence[int] | np.ndarray, *, test_fraction: float
+) -> tuple[int, int]:
+    """``(train, test)`` sizes that :func:`stratified_split` gives for these class counts."""
+    counts = np.asarray(class_counts, dtype=np.int64)
+    test = sum(min(round(test_fraction * int(n)), max(int(n) - 1, 0)) for n in counts)
+    return int(counts.sum()) - test, test
+
+
 def stratified_split(
     labels: np.ndarray, *, test_fraction: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -118,6 +167,14 @@ class Digits:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+
+    #: images per class in scikit-learn's bundled copy (fixed; checked against it in tests)
+    CLASS_COUNTS = (178, 182, 177, 183, 181, 182, 181, 179, 174, 180)
+
+    def footprint(self, *, num_clients: int) -> DataFootprint:
+        """1,797 images of 8x8 split as :func:`stratified_split` splits them."""
+        train, test = split_sizes(self.CLASS_COUNTS, test_fraction=self.config.test_fraction)
+        return DataFootprint(train, test, (1, 8, 8), 10, load_bytes=8 << 20)
 
     def load(self, *, rng: np.random.Generator, num_clients: int) -> Dataset:
         """Load the digits and split them into train and test."""

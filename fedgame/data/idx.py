@@ -13,17 +13,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gzip
+import math
 import shutil
 import subprocess
 import warnings
+import zlib
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from fedgame import registry
-from fedgame.data.datasets import Dataset, subsample
+from fedgame.data.datasets import DataFootprint, Dataset, SizedDataset, subsample
 from fedgame.errors import ScenarioError
 from fedgame.registry import register
 
@@ -34,25 +36,67 @@ IDX_FILES = (
     "t10k-labels-idx1-ubyte",
 )
 DEBIAN_FASHION_DIRS = ("/usr/share/datasets/fashion-mnist",)
+#: largest IDX payload read (MNIST's training images are 47 MB)
+MAX_IDX_BYTES = 1 << 31
 _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
 def read_idx(path: str | Path) -> np.ndarray:
-    """Read one IDX file (raw or ``.gz``) into an array of its stored dtype and shape."""
+    """Read one IDX file (raw or ``.gz``) into an array of its stored dtype and shape.
+
+    Reads no more than the header announces (plus one byte, to detect trailing data), so a
+    decompression bomb or an endless file costs at most :data:`MAX_IDX_BYTES`.
+    """
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
-        raw = fh.read()
-    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
-        raise ScenarioError("path", str(path), "is not an IDX file (bad magic number)")
-    ndim = raw[3]
-    header = 4 + 4 * ndim
-    shape = tuple(int(d) for d in np.frombuffer(raw[4:header], dtype=">u4"))
-    dtype = np.dtype(_IDX_DTYPES[raw[2]])
-    count = int(np.prod(shape, dtype=np.int64))
-    if len(raw) - header != count * dtype.itemsize:
+    try:
+        with _open(path) as fh:
+            dtype, shape = _read_header(fh, path)
+            nbytes = math.prod(shape) * dtype.itemsize
+            raw = fh.read(nbytes + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ScenarioError("path", str(path), f"cannot be read: {exc}") from None
+    if len(raw) < nbytes:
         raise ScenarioError("path", str(path), f"is truncated: header announces shape {shape}")
-    return np.frombuffer(raw, dtype=dtype, count=count, offset=header).reshape(shape)
+    if len(raw) > nbytes:
+        raise ScenarioError("path", str(path), f"has data beyond the shape {shape} it announces")
+    return np.frombuffer(raw, dtype=dtype, count=math.prod(shape)).reshape(shape)
+
+
+def idx_header(path: str | Path) -> tuple[np.dtype, tuple[int, ...]]:
+    """The dtype and shape an IDX file announces (reads only its header)."""
+    path = Path(path)
+    try:
+        with _open(path) as fh:
+            return _read_header(fh, path)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ScenarioError("path", str(path), f"cannot be read: {exc}") from None
+
+
+def _open(path: Path) -> IO[bytes]:
+    if path.suffix == ".gz":
+        return cast(IO[bytes], gzip.GzipFile(path, "rb"))
+    return open(path, "rb")
+
+
+def _read_header(fh: IO[bytes], path: Path) -> tuple[np.dtype, tuple[int, ...]]:
+    head = fh.read(4)
+    if len(head) < 4 or head[0] != 0 or head[1] != 0 or head[2] not in _IDX_DTYPES:
+        raise ScenarioError("path", str(path), "is not an IDX file (bad magic number)")
+    ndim = head[3]
+    dims = fh.read(4 * ndim)
+    if len(dims) < 4 * ndim:
+        raise ScenarioError("path", str(path), "is truncated inside its header")
+    shape = tuple(int.from_bytes(dims[4 * i : 4 * i + 4], "big") for i in range(ndim))
+    dtype = np.dtype(_IDX_DTYPES[head[2]])
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > MAX_IDX_BYTES:
+        raise ScenarioError(
+            "path",
+            str(path),
+            f"announces shape {shape} ({nbytes} bytes); fedgame reads IDX files of at most "
+            f"{MAX_IDX_BYTES} bytes",
+        )
+    return dtype, shape
 
 
 def find_idx_files(folder: Path) -> tuple[dict[str, Path], list[str]]:
@@ -134,6 +178,31 @@ class _IdxDataset:
             )
         return folder
 
+    def footprint(self, *, num_clients: int) -> DataFootprint:
+        """Sizes from the four files' headers (or the fallback's, when files are missing)."""
+        try:
+            folder = self.folder()
+        except ScenarioError:
+            if self.config.fallback is None:
+                raise
+            fallback = registry.create("dataset", self.config.fallback)
+            if not isinstance(fallback, SizedDataset):
+                raise
+            return fallback.footprint(num_clients=num_clients)
+        found, _ = find_idx_files(folder)
+        shapes = {name: idx_header(path)[1] for name, path in found.items()}
+        sizes, payload = [], 0
+        for split, cap in (("train", self.config.max_train), ("t10k", self.config.max_test)):
+            images = shapes[f"{split}-images-idx3-ubyte"]
+            labels = shapes[f"{split}-labels-idx1-ubyte"]
+            _check_pair(folder, split, images, labels)
+            sizes.append(min(labels[0], cap) if cap is not None else labels[0])
+            payload += math.prod(images) + labels[0]
+        pixels = math.prod(shapes["train-images-idx3-ubyte"][1:])
+        load = payload + (sizes[0] + sizes[1]) * pixels * 8
+        shape = (1, *shapes["train-images-idx3-ubyte"][1:])
+        return DataFootprint(sizes[0], sizes[1], shape, 10, load_bytes=load)
+
     def load(self, *, rng: np.random.Generator, num_clients: int) -> Dataset:
         """Read the IDX files, scale pixels to [0, 1] and apply the ``max_*`` caps.
 
@@ -159,12 +228,7 @@ class _IdxDataset:
         for split, cap in (("train", self.config.max_train), ("t10k", self.config.max_test)):
             images = arrays[f"{split}-images-idx3-ubyte"]
             labels = arrays[f"{split}-labels-idx1-ubyte"]
-            if images.ndim != 3 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:
-                raise ScenarioError(
-                    "path",
-                    str(folder),
-                    f"holds {split} images {images.shape} and labels {labels.shape} that differ",
-                )
+            _check_pair(folder, split, images.shape, labels.shape)
             keep = subsample(labels.shape[0], cap, rng=rng)
             x = (images[keep].astype(np.float32) / 255.0)[:, None, :, :]
             parts.append((x, labels[keep].astype(np.int64)))
@@ -177,6 +241,13 @@ class _IdxDataset:
             y_test=y_test,
             num_classes=10,
             input_shape=tuple(int(d) for d in x_train.shape[1:]),
+        )
+
+
+def _check_pair(folder: Path, split: str, images: tuple[int, ...], labels: tuple[int, ...]) -> None:
+    if len(images) != 3 or len(labels) != 1 or images[0] != labels[0]:
+        raise ScenarioError(
+            "path", str(folder), f"holds {split} images {images} and labels {labels} that differ"
         )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from scipy.ndimage import gaussian_filter1d
 
-from fedgame.data.datasets import Dataset, stratified_split
+from fedgame.data.datasets import DataFootprint, Dataset, split_sizes, stratified_split
 from fedgame.registry import register
 
 _TEMPLATES = (
@@ -109,6 +109,13 @@ class Mnist1D:
         x = x - coeff * np.linspace(-0.5, 0.5, width)[None, :]
         x = resample(x, np.full(n, width), cfg.final_seq_length)
         return (x - x.mean()) / x.std(), y
+
+    def footprint(self, *, num_clients: int) -> DataFootprint:
+        """Sizes of the stratified split; generation holds about six ``[n, width]`` arrays."""
+        per_class, length = self.config.num_samples // 10, self.config.final_seq_length
+        train, test = split_sizes([per_class] * 10, test_fraction=self.config.test_fraction)
+        width = len(_TEMPLATES[0]) + self.config.padding[1] + length
+        return DataFootprint(train, test, (length,), 10, load_bytes=48 * 10 * per_class * width)
 
     def load(self, *, rng: np.random.Generator, num_clients: int) -> Dataset:
         """Generate the signals and split them into train and test."""

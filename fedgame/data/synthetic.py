@@ -10,10 +10,12 @@ reference code, α and β are standard deviations (``numpy.random.normal(0, alph
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from fedgame.data.datasets import Dataset
+from fedgame.data.datasets import DataFootprint, Dataset
 from fedgame.registry import register
 
 
@@ -67,6 +69,16 @@ class Synthetic:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+
+    def footprint(self, *, num_clients: int) -> DataFootprint:
+        """Expected sizes (client sizes are random); generation holds float64 copies."""
+        cfg = self.config
+        mean = math.exp(min(cfg.size_mean + cfg.size_sigma**2 / 2, 700.0)) + cfg.size_offset
+        size = min(mean, cfg.max_client_samples or mean)
+        total = math.ceil(num_clients * size)
+        test = math.floor(total * cfg.test_fraction)
+        load = total * (cfg.dim * 24 + 24)
+        return DataFootprint(total - test, test, (cfg.dim,), cfg.num_classes, load, exact=False)
 
     def load(self, *, rng: np.random.Generator, num_clients: int) -> Dataset:
         """Generate ``num_clients`` local datasets and pool them."""

@@ -4,10 +4,15 @@ Every client also has a link to the server; that link is not a graph edge. Pairw
 mechanisms (masks, pairwise noise, secret shares) exist only on graph edges. Random
 generators are seeded from the ``topology`` stream of the SeedPlan: the generator passed to
 ``build`` yields one integer seed for networkx, so the same scenario seed gives the same graph.
+Every topology states ``expected_edges(num_clients)`` so the preflight checks can size the
+graph before it is built (networkx keeps about :data:`BYTES_PER_EDGE` bytes per edge).
 """
 
 from __future__ import annotations
 
+import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.registry import register
+
+#: approximate memory networkx needs per undirected edge (two adjacency dict entries)
+BYTES_PER_EDGE = 400
+#: largest edge file read (about two million "i j" lines)
+MAX_EDGE_FILE_BYTES = 32 << 20
+
+
+def _pairs(n: int) -> float:
+    return n * (n - 1) / 2
 
 
 def _seed(rng: np.random.Generator) -> int:
@@ -35,6 +49,9 @@ class Star:
     def __init__(self, config: object) -> None:
         del config
 
+    def expected_edges(self, num_clients: int) -> float:
+        return 0.0
+
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
         return nx.empty_graph(num_clients)
 
@@ -45,6 +62,9 @@ class Complete:
 
     def __init__(self, config: object) -> None:
         del config
+
+    def expected_edges(self, num_clients: int) -> float:
+        return _pairs(num_clients)
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
         return nx.complete_graph(num_clients)
@@ -61,6 +81,9 @@ class ErdosRenyi:
     def __init__(self, config: Config) -> None:
         self.p = config.p
 
+    def expected_edges(self, num_clients: int) -> float:
+        return self.p * _pairs(num_clients)
+
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
         return nx.gnp_random_graph(num_clients, self.p, seed=_seed(rng))
 
@@ -76,6 +99,9 @@ class WattsStrogatz:
 
     def __init__(self, config: Config) -> None:
         self.k, self.p = config.k, config.p
+
+    def expected_edges(self, num_clients: int) -> float:
+        return num_clients * (self.k // 2)
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
@@ -97,6 +123,9 @@ class BarabasiAlbert:
 
     def __init__(self, config: Config) -> None:
         self.m = config.m
+
+    def expected_edges(self, num_clients: int) -> float:
+        return self.m * max(num_clients - self.m, 0)
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
@@ -122,6 +151,9 @@ class RandomGeometric:
     def __init__(self, config: Config) -> None:
         self.radius = config.radius
 
+    def expected_edges(self, num_clients: int) -> float:
+        return _pairs(num_clients) * min(1.0, math.pi * self.radius**2)
+
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
         return nx.random_geometric_graph(num_clients, self.radius, seed=_seed(rng))
 
@@ -129,11 +161,7 @@ class RandomGeometric:
 def read_edges(source: str | list[Any], *, key: str = "edges") -> list[tuple[int, int]]:
     """Edges from a file of ``"i j"`` lines (``#`` comments) or an inline list of pairs."""
     if isinstance(source, str):
-        path = Path(source).expanduser()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ScenarioError(key, source, f"cannot be read: {exc.strerror or exc}") from None
+        text = _read_edge_file(Path(source).expanduser(), source, key=key)
         rows = [ln.split("#", 1)[0].split() for ln in text.splitlines()]
         pairs: list[Any] = [r for r in rows if r]
     else:
@@ -146,6 +174,29 @@ def read_edges(source: str | list[Any], *, key: str = "edges") -> list[tuple[int
             raise ScenarioError(key, pair, "each edge is two integer client ids 'i j'") from None
         edges.append((i, j))
     return edges
+
+
+def _read_edge_file(path: Path, source: str, *, key: str) -> str:
+    """A regular UTF-8 file of at most ``MAX_EDGE_FILE_BYTES`` bytes (no devices, no FIFOs)."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+        data = _head(path, MAX_EDGE_FILE_BYTES + 1) if regular else b""
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise ScenarioError(key, source, f"cannot be read: {reason or exc}") from None
+    if not regular:
+        raise ScenarioError(key, source, "a regular file of 'i j' lines (not a device)")
+    if len(data) > MAX_EDGE_FILE_BYTES:
+        raise ScenarioError(key, source, f"an edge file of at most {MAX_EDGE_FILE_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(key, source, f"UTF-8 text (bad byte at offset {exc.start})") from None
+
+
+def _head(path: Path, size: int) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(size)
 
 
 def check_edges(edges: list[tuple[int, int]], num_clients: int, *, key: str) -> None:
@@ -169,6 +220,9 @@ class EdgeList:
 
     def __init__(self, config: Config) -> None:
         self.source = config.edges
+
+    def expected_edges(self, num_clients: int) -> float:
+        return float(len(read_edges(self.source)))
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:

@@ -3,12 +3,22 @@
 Every executor calls :func:`execute` on a :class:`~fedgame.run.grid.SweepRun` and hands its
 :class:`Outcome` to a callback in the driver process, which writes the run folder. Workers
 never write files, so a killed worker or driver leaves no half-written result behind.
+
+Local pool workers ignore SIGINT (a Ctrl-C in the terminal reaches the whole process group;
+the driver stops the workers itself) and exit when the driver dies, even by ``kill -9``: on
+Linux the kernel kills them (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in each
+worker notices its parent changed and exits within :data:`PARENT_POLL_S` seconds.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
+import signal
 import socket
+import sys
+import threading
 import time
 import traceback
 import warnings
@@ -20,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from fedgame.errors import ScenarioError
+from fedgame.errors import Interrupted, ScenarioError
 from fedgame.run.grid import SweepRun
 from fedgame.run.single import RunResult
 
@@ -29,7 +39,11 @@ EXECUTORS = ("local", "ray", "serial")
 
 @dataclass
 class Outcome:
-    """What became of one run: ``status`` is completed, diverged or failed."""
+    """What became of one run: ``status`` is completed, diverged, interrupted or failed.
+
+    An interrupted run (its process got SIGINT/SIGTERM) keeps its finished rounds in
+    ``result``; ``signum`` is the signal.
+    """
 
     run: SweepRun
     status: str
@@ -38,6 +52,7 @@ class Outcome:
     trace: str = ""
     seconds: float = 0.0
     warnings: tuple[str, ...] = ()
+    signum: int = 0
 
 
 OnDone = Callable[[Outcome], None]
@@ -54,6 +69,14 @@ SINGLE_THREAD_ENV = {
 }
 
 
+#: seconds between a worker's checks that its parent is still alive
+PARENT_POLL_S = 0.2
+#: exit status of a worker whose parent died
+EXIT_ORPHANED = 70
+_PR_SET_PDEATHSIG = 1
+_watching = False
+
+
 def init_worker() -> None:
     """Worker set-up: one torch thread and one BLAS/OpenMP thread per worker process."""
     import torch
@@ -61,6 +84,38 @@ def init_worker() -> None:
 
     torch.set_num_threads(1)
     threadpool_limits(limits=1)
+
+
+def init_pool_worker(driver: int) -> None:
+    """Local pool worker set-up: ignore SIGINT, die with ``driver`` (the process that started
+    the pool), then :func:`init_worker`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_with_parent(driver)
+    init_worker()
+
+
+def exit_with_parent(parent: int) -> None:
+    """End this process when its parent ``parent`` dies (see the module docstring).
+
+    ``parent`` is passed in rather than read here: a parent that died while this process was
+    starting has already been replaced by whoever adopted it.
+    """
+    global _watching
+    if _watching:
+        return
+    _watching = True
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the kernel was asked
+        os._exit(EXIT_ORPHANED)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, name="fedgame-parent-watch", daemon=True).start()
 
 
 @contextmanager
@@ -89,6 +144,15 @@ def execute(run: SweepRun) -> Outcome:
         try:
             scenario = validate(run.data)
             result = simulate(scenario, replicate=run.replicate, run_id=run.run_id)
+        except Interrupted as exc:
+            return Outcome(
+                run,
+                "interrupted" if exc.result is not None else "failed",
+                exc.result,
+                error=f"run {exc.describe()}",
+                seconds=time.perf_counter() - started,
+                signum=exc.signum,
+            )
         except Exception as exc:
             return Outcome(
                 run,
@@ -111,7 +175,10 @@ class SerialExecutor:
 
     def run(self, runs: Sequence[SweepRun], on_done: OnDone) -> None:
         for run in runs:
-            on_done(execute(run))
+            outcome = execute(run)
+            on_done(outcome)
+            if outcome.signum:  # this process was signalled: the sweep stops too
+                raise Interrupted(outcome.signum)
 
     def close(self) -> None:
         pass
@@ -137,7 +204,8 @@ class LocalExecutor:
                 pool = ProcessPoolExecutor(
                     max_workers=min(self.workers, len(pending)),
                     mp_context=context,
-                    initializer=init_worker,
+                    initializer=init_pool_worker,
+                    initargs=(os.getpid(),),
                 )
             try:
                 unsettled = self._drain(pool, pending, on_done)

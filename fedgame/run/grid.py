@@ -1,11 +1,13 @@
 """Sweep plans: a base scenario x a grid over dotted keys x replicates, validated up front.
 
 Every grid point is applied to the base scenario with the same machinery as ``--set`` and
-validated before anything runs, so a bad key or value stops the sweep with one
-``ScenarioError``. Run ids are deterministic: ``<hash of the grid point>-r<replicate>``, and the
-sweep folder is ``<out>/<name>/sweep-<hash of base scenario and grid>/``; rerunning the same
-command therefore finds the runs it already finished. Replicate ``r`` runs with
-``SeedPlan(seed, r)`` at every grid point (common random numbers).
+validated, preflight checks included (:mod:`fedgame.scenario.preflight`: data files, device,
+memory), before anything runs, so a bad key or value stops the sweep with one
+``ScenarioError``. A sweep holds at most :data:`MAX_RUNS` runs (grid points x replicates).
+Run ids are deterministic: ``<hash of the grid point>-r<replicate>``, and the sweep folder is
+``<out>/<name>/sweep-<hash of base scenario and grid>/``; rerunning the same command
+therefore finds the runs it already finished. Replicate ``r`` runs with ``SeedPlan(seed, r)``
+at every grid point (common random numbers).
 """
 
 from __future__ import annotations
@@ -18,13 +20,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fedgame.errors import ScenarioError
-from fedgame.scenario.load import apply_overrides, parse_override, read_raw, validate
+from fedgame.scenario.load import (
+    OVERRIDE_KEY,
+    apply_overrides,
+    parse_override,
+    read_raw,
+    validate,
+)
+from fedgame.scenario.preflight import preflight
+from fedgame.scenario.safe_yaml import load_yaml
 
 #: top-level keys a grid may not sweep: they name or place the results, or are the sweep itself
 UNSWEEPABLE = ("name", "output", "sweep")
+#: most runs (grid points x replicates) in one sweep
+MAX_RUNS = 10_000
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,10 @@ class SweepPlan:
     replicates: int
     runs: tuple[SweepRun, ...]
     out: Path
+    #: largest memory estimate of one run (bytes), for the executor's concurrency check
+    memory_per_run: int = 0
+    #: the key that set ``out`` (``--out`` or ``output.dir``), for error messages
+    out_key: str = "output.dir"
 
     @property
     def sweep_dir(self) -> Path:
@@ -76,13 +90,25 @@ def short_hash(value: Any, *, length: int = 8) -> str:
 
 def parse_grid_arg(text: str) -> tuple[str, list[Any]]:
     """``"a.b=1,2,3"`` (or ``"a.b=[1, 2, 3]"``) -> ``("a.b", [1, 2, 3])``."""
-    key, raw = parse_override(text)
+    try:
+        key, raw = parse_override(text)
+    except ScenarioError as err:
+        raise ScenarioError("--grid", err.value, err.allowed.replace("--set", "--grid")) from None
     if isinstance(raw, list):
         return key, raw
     if raw == "" or raw is None:
         return key, []
     _, _, text_values = text.partition("=")
-    return key, [yaml.safe_load(part) for part in text_values.split(",") if part.strip()]
+    return key, [_grid_value(part) for part in text_values.split(",") if part.strip()]
+
+
+def _grid_value(text: str) -> Any:
+    try:
+        return load_yaml(text)
+    except ScenarioError as err:
+        if "YAML syntax error" not in err.allowed:
+            raise ScenarioError("--grid", ..., err.allowed) from None
+        return text.strip()
 
 
 def merge_grid(
@@ -99,7 +125,11 @@ def check_grid(grid: Mapping[str, Any]) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for key, values in grid.items():
         where = f"sweep.grid.{key}"
-        if not isinstance(key, str) or not key or key.split(".")[0] in UNSWEEPABLE:
+        if (
+            not isinstance(key, str)
+            or not OVERRIDE_KEY.fullmatch(key)
+            or key.split(".")[0] in UNSWEEPABLE
+        ):
             raise ScenarioError(
                 where, key, f"a dotted scenario key outside {', '.join(UNSWEEPABLE)}"
             )
@@ -109,6 +139,20 @@ def check_grid(grid: Mapping[str, Any]) -> dict[str, list[Any]]:
             raise ScenarioError(where, values, "a non-empty list of values")
         out[key] = list(values)
     return out
+
+
+def check_size(grid: Mapping[str, list[Any]], replicates: int) -> None:
+    """Refuse a sweep of more than :data:`MAX_RUNS` runs (before expanding the grid)."""
+    total = replicates
+    for values in grid.values():
+        total *= len(values)
+    if total > MAX_RUNS:
+        sizes = " x ".join(str(len(v)) for v in grid.values())
+        raise ScenarioError(
+            "sweep.grid",
+            f"{sizes} points x {replicates} replicates = {total} runs",
+            f"at most {MAX_RUNS} runs per sweep",
+        )
 
 
 def expand(grid: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
@@ -135,11 +179,11 @@ def plan_sweep(
         cli_grid = [parse_grid_arg(g) for g in grid]
         full_grid = check_grid(merge_grid(base.sweep.grid, cli_grid))
         reps = base.sweep.replicates if replicates is None else replicates
-        if not isinstance(reps, int) or reps < 1:
+        if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
             raise ScenarioError("--replicates", reps, "a positive integer")
+        check_size(full_grid, reps)
         points = expand(full_grid)
-        for point in points:
-            _validate_point(data, point)
+        memory = max(_validate_point(data, point) for point in points)
     except ScenarioError as err:
         raise err.with_file(str(path)) from None
     identity = base.model_dump(mode="json", exclude={"sweep", "output"})
@@ -155,12 +199,14 @@ def plan_sweep(
         for rep in range(reps)
     )
     out_dir = Path(out) if out is not None else Path(base.output.dir)
-    return SweepPlan(base.name, sweep_id, full_grid, reps, runs, out_dir)
+    out_key = "--out" if out is not None else "output.dir"
+    return SweepPlan(base.name, sweep_id, full_grid, reps, runs, out_dir, memory, out_key)
 
 
-def _validate_point(data: dict[str, Any], point: dict[str, Any]) -> None:
+def _validate_point(data: dict[str, Any], point: dict[str, Any]) -> int:
+    """Validate and preflight one grid point; returns its memory estimate in bytes."""
     try:
-        validate(apply_overrides(data, point.items()))
+        return preflight(validate(apply_overrides(data, point.items()))).footprint.total
     except ScenarioError as err:
         where = ", ".join(f"{k}={v!r}" for k, v in point.items())
         raise ScenarioError(

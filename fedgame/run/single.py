@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,10 +12,11 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fedgame.errors import DivergenceError
+from fedgame.errors import DivergenceError, Interrupted
 from fedgame.run import store
-from fedgame.scenario.load import dump_resolved
-from fedgame.scenario.schema import COMPONENT_FAMILIES, Scenario
+from fedgame.run.interrupts import StopOnSignal, signal_of
+from fedgame.scenario.load import validated_tree
+from fedgame.scenario.schema import Scenario
 
 
 @dataclass
@@ -34,21 +36,19 @@ class RunResult:
 
 def resolved_scenario(scenario: Scenario) -> dict[str, Any]:
     """The scenario with every default and every plug-in's defaults filled in."""
-    data = yaml.safe_load(dump_resolved(scenario))
-    for path in COMPONENT_FAMILIES:
-        node = data
-        *parents, last = path.split(".")
-        for part in parents:
-            node = node[part]
-        cfg = scenario.config(path).model_dump(mode="json")
-        node[last] = {"kind": scenario.component(path).kind, **cfg}
-    return data
+    return validated_tree(scenario, mode="json")
 
 
 def tables(model: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The model's DataCollector records as tidy frames (rounds, clients)."""
+    """The model's DataCollector records as tidy frames (rounds, clients).
+
+    Only complete rounds are kept: a run stopped by a signal in the middle of recording a
+    round has that round's rows in some columns and not others, and they are dropped.
+    """
     dc = model.datacollector
-    return dc.round_frame(), dc.client_frame()
+    recorded = min((len(v) for v in dc.model_vars.values()), default=0) - 1  # step 0 aside
+    complete = max(min(recorded, max(dc.blocks, default=0)), 0)
+    return dc.round_frame(last_step=complete), dc.client_frame(last_step=complete)
 
 
 def simulate(
@@ -63,33 +63,69 @@ def simulate(
 
     When ``out_dir`` is given, results go to ``out_dir/<name>/<run-id>/``. A run whose loss
     turns non-finite stops, keeps the rounds done and is marked ``diverged`` in the manifest.
+    SIGINT (Ctrl-C) or SIGTERM stops it too: the finished rounds are written, the manifest
+    says ``interrupted``, and :class:`~fedgame.errors.Interrupted` is raised afterwards with
+    the result attached (``exc.result``). Signals that arrive while the folder is written
+    wait until it is complete.
     """
     from fedgame.model import FedGameModel
 
     started = time.perf_counter()
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    model = FedGameModel(scenario, replicate=replicate)
-    setup_s = time.perf_counter() - started
-    status, message = "completed", ""
-    bar = _progress_bar(scenario, enabled=progress)
-    try:
-        for _ in range(scenario.rounds):
-            model.step()
+    with StopOnSignal() as stop:
+        model = FedGameModel(scenario, replicate=replicate)  # a signal here keeps nothing
+        setup_s = time.perf_counter() - started
+        status, message, signum = "completed", "", 0
+        bar = _progress_bar(scenario, enabled=progress)
+        try:
+            for _ in range(scenario.rounds):
+                model.step()
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(
+                        acc=f"{model.test_accuracy:.3f}",
+                        eps=f"{model.epsilon_spent.mean():.2f}",
+                        refresh=False,
+                    )
+            stop.disarm()
+        except DivergenceError as exc:
+            stop.disarm()
+            status, message = "diverged", str(exc)
+        except KeyboardInterrupt as exc:
+            stop.disarm()
+            signum = signal_of(exc)
+            status, message = "interrupted", Interrupted(signum).describe()
+        finally:
             if bar is not None:
-                bar.update(1)
-                bar.set_postfix(
-                    acc=f"{model.test_accuracy:.3f}",
-                    eps=f"{model.epsilon_spent.mean():.2f}",
-                    refresh=False,
-                )
-    except DivergenceError as exc:
-        status, message = "diverged", str(exc)
-    except KeyboardInterrupt:
-        status, message = "interrupted", "stopped by the user"
-    finally:
-        if bar is not None:
-            bar.close()
+                bar.close()
+        result = _result(model, scenario, status, message, replicate, run_id, created, started)
+        result.manifest["timings"]["setup_s"] = setup_s
+        if status == "interrupted":
+            result.manifest["signal"] = signal.Signals(signum).name
+        if out_dir is not None:
+            result.run_dir = write_run(result, Path(out_dir), run_id=run_id)
+    if status == "interrupted":
+        raise Interrupted(signum, result)
+    stop.raise_pending(result)
+    return result
+
+
+def _result(
+    model: Any,
+    scenario: Scenario,
+    status: str,
+    message: str,
+    replicate: int,
+    run_id: str | None,
+    created: str,
+    started: float,
+) -> RunResult:
     rounds, clients = tables(model)
+    if status == "interrupted":
+        message = f"{message} after {len(rounds)} of {scenario.rounds} rounds"
+        final = float(rounds["test_accuracy"].iloc[-1]) if len(rounds) else float("nan")
+    else:
+        final = float(model.test_accuracy)
     manifest = {
         "scenario": scenario.name,
         "run_id": run_id,
@@ -103,20 +139,15 @@ def simulate(
         "device": str(model.world.device),
         "dataset": model.world.dataset.name,
         "timings": {
-            "setup_s": setup_s,
+            "setup_s": None,
             "total_s": time.perf_counter() - started,
             "round_mean_s": float(rounds["wall_time_s"].mean()) if len(rounds) else None,
         },
         "versions": store.versions(),
         "git_sha": store.git_sha(),
-        "final_test_accuracy": float(model.test_accuracy),
+        "final_test_accuracy": final,
     }
-    result = RunResult(rounds, clients, manifest, None, resolved_scenario(scenario))
-    if out_dir is not None:
-        result.run_dir = write_run(result, Path(out_dir), run_id=run_id)
-    if status == "interrupted":
-        raise KeyboardInterrupt
-    return result
+    return RunResult(rounds, clients, manifest, None, resolved_scenario(scenario))
 
 
 def write_run(result: RunResult, out_dir: Path, *, run_id: str | None = None) -> Path:

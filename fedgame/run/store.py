@@ -18,6 +18,29 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
+
+
+def current_umask() -> int:
+    """The process umask (read from ``/proc`` where possible, which changes nothing)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # no read-only way elsewhere: set, then restore at once
+    os.umask(mask)
+    return mask
+
+
+def _file_mode() -> int:
+    """Mode of a new result file: what ``open()`` would give, 0o666 less the umask.
+
+    ``tempfile.mkstemp`` creates its files 0o600 whatever the umask; the temporary file is
+    set to this mode before it is renamed into place.
+    """
+    return 0o666 & ~current_umask()
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -29,6 +52,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+            os.fchmod(fh.fileno(), _file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -46,6 +70,7 @@ def atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
     os.close(fd)
     try:
         frame.to_parquet(tmp, index=False)
+        os.chmod(tmp, _file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -101,3 +126,104 @@ def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     return json.loads((Path(run_dir) / "manifest.json").read_text(encoding="utf-8"))
+
+
+#: what a finished run folder holds
+RUN_FILES = ("rounds.parquet", "clients.parquet", "scenario.resolved.yaml", "manifest.json")
+
+
+def run_folder_problem(run_dir: Path) -> str | None:
+    """Why ``run_dir`` is not an intact finished run folder, or None when it is.
+
+    Intact: a manifest that is a JSON object, every file of :data:`RUN_FILES`, and Parquet
+    tables whose footers read and whose ``rounds.parquet`` holds ``rounds_completed`` rows.
+    Reads only the Parquet footers, not the data.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        manifest = read_manifest(run_dir)
+    except FileNotFoundError:
+        return "no manifest.json"
+    except (OSError, ValueError) as exc:
+        return f"manifest.json unreadable ({exc})"
+    if not isinstance(manifest, dict):
+        return "manifest.json is not a JSON object"
+    missing = [f for f in RUN_FILES if not (Path(run_dir) / f).is_file()]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    try:
+        resolved = yaml.safe_load((Path(run_dir) / "scenario.resolved.yaml").read_text("utf-8"))
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        return f"scenario.resolved.yaml unreadable ({type(exc).__name__})"
+    if not isinstance(resolved, dict):
+        return "scenario.resolved.yaml is not a mapping"
+    rows = {}
+    for table in ("rounds", "clients"):
+        try:
+            rows[table] = pq.read_metadata(Path(run_dir) / f"{table}.parquet").num_rows
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            return f"{table}.parquet unreadable ({' '.join(str(exc).split())})"
+    if rows["rounds"] != manifest.get("rounds_completed"):
+        return (
+            f"rounds.parquet has {rows['rounds']} rows, the manifest says "
+            f"{manifest.get('rounds_completed')} rounds"
+        )
+    return None
+
+
+def result_dir_problem(path: str | Path) -> str | None:
+    """Why ``path`` is not a readable run or sweep folder for a report, or None.
+
+    A run folder (or the newest run under ``path``) must pass :func:`run_folder_problem`; a
+    sweep folder needs a ``sweep.json`` object listing its runs, a readable ``sweep.parquet``
+    when there is one, and intact folders for its finished runs. A folder holding neither
+    gives None too (the report itself says it found nothing).
+    """
+    import pyarrow.parquet as pq
+
+    from fedgame.analysis.load import find_runs
+    from fedgame.analysis.sweep import FINISHED, find_sweep
+    from fedgame.errors import FedGameError
+
+    root = Path(path)
+    if not root.is_dir():
+        return "not a folder"
+    if not (root / "manifest.json").is_file():
+        try:
+            sweep_dir = find_sweep(root)
+        except (FedGameError, OSError):
+            sweep_dir = None
+        if sweep_dir is not None:
+            return _sweep_problem(sweep_dir, pq, FINISHED)
+    runs = find_runs(root)
+    if not runs:
+        return None  # nothing to check: the report says it found neither a run nor a sweep
+    problem = run_folder_problem(runs[-1])
+    return f"{runs[-1]}: {problem}" if problem else None
+
+
+def _sweep_problem(sweep_dir: Path, pq: Any, finished: tuple[str, ...]) -> str | None:
+    try:
+        info = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
+        runs = info["runs"]
+        ids = [str(r["run_id"]) for r in runs]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"{sweep_dir / 'sweep.json'} unreadable ({type(exc).__name__}: {exc})"
+    if (sweep_dir / "sweep.parquet").is_file():
+        try:
+            pq.read_metadata(sweep_dir / "sweep.parquet")
+        except (OSError, ValueError) as exc:
+            return f"{sweep_dir / 'sweep.parquet'} unreadable ({' '.join(str(exc).split())})"
+    for run_id in ids:
+        run_dir = sweep_dir / "runs" / run_id
+        try:
+            manifest = read_manifest(run_dir)
+        except (OSError, ValueError):
+            continue  # not finished: the report lists it as missing
+        if not isinstance(manifest, dict):
+            return f"run {run_id}: manifest.json is not a JSON object"
+        problem = run_folder_problem(run_dir) if manifest.get("status") in finished else None
+        if problem:
+            return f"run {run_id} is damaged ({problem}); rerun the sweep to repair it"
+    return None

@@ -7,14 +7,25 @@ Layout of ``<out>/<name>/sweep-<id>/`` (see :mod:`fedgame.run.grid` for the ids)
                           run_id, status (written at the end, atomically)
     runs/<run-id>/        each run's folder as for ``fedgame run``; manifest.json is last
 
-A run is finished iff its ``manifest.json`` says ``completed`` or ``diverged``; rerunning the
-same command skips those and reruns the rest (a crashed run's folder has no manifest, a failed
-run's manifest says ``failed`` and carries the error).
+A run is finished iff its ``manifest.json`` says ``completed`` or ``diverged`` and its folder
+is intact (:func:`fedgame.run.store.run_folder_problem`: every file present, Parquet footers
+readable, as many rounds as the manifest says); rerunning the same command skips those and
+reruns the rest (a crashed run's folder has no manifest, a failed run's manifest says
+``failed`` and carries the error, an interrupted one says ``interrupted``). A finished run
+whose folder is damaged (a truncated table, an unreadable manifest) is recorded in
+``SweepSummary.repaired`` and ``sweep.json`` and run again.
+
+Before anything is written the output folder is checked (creatable, writable) and the memory
+of the runs that execute at once is checked against the limit
+(:func:`fedgame.scenario.preflight.check_memory`). SIGINT or SIGTERM stops the sweep: the
+workers are stopped, the finished runs stay written, ``sweep.json`` says ``interrupted``, and
+:class:`~fedgame.errors.Interrupted` is raised with the summary attached.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -24,10 +35,13 @@ from typing import Any
 import yaml
 
 from fedgame.analysis.sweep import FINISHED, build_sweep_frame
+from fedgame.errors import Interrupted
 from fedgame.run import store
 from fedgame.run.executors import Outcome, make_executor
 from fedgame.run.grid import SweepPlan, SweepRun
+from fedgame.run.interrupts import StopOnSignal, signal_of
 from fedgame.run.single import RunResult
+from fedgame.scenario.preflight import check_concurrency, check_output, memory_limit
 
 
 @dataclass
@@ -40,13 +54,17 @@ class SweepSummary:
     done: int = 0
     diverged: int = 0
     failed: dict[str, str] = field(default_factory=dict)
+    #: finished runs whose folders were damaged, with what was wrong; they were run again
+    repaired: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    status: str = "completed"
 
     def line(self) -> str:
+        repaired = f", {len(self.repaired)} damaged and rerun" if self.repaired else ""
         return (
             f"{self.total} runs: {self.done} done ({self.diverged} diverged), "
-            f"{self.skipped} skipped (already finished), {len(self.failed)} failed "
-            f"in {self.seconds:.1f} s"
+            f"{self.skipped} skipped (already finished), {len(self.failed)} failed"
+            f"{repaired} in {self.seconds:.1f} s"
         )
 
 
@@ -68,24 +86,31 @@ def run_sweep(
 ) -> SweepSummary:
     """Execute every unfinished run of ``plan`` and write ``sweep.parquet``.
 
-    The executor is built (Ray connected) before anything is written, so a bad executor
-    setting raises ``ScenarioError`` with nothing run.
+    The output folder, the memory of the concurrent runs and the executor (Ray connected) are
+    checked before anything is written, so a bad setting raises ``ScenarioError`` with nothing
+    run.
     """
     started = time.perf_counter()
-    todo = [r for r in plan.runs if run_status(plan.run_dir(r)) not in FINISHED]
+    todo, repaired = plan_work(plan)
     summary = SweepSummary(plan.sweep_dir, len(plan.runs), skipped=len(plan.runs) - len(todo))
+    summary.repaired = repaired
+    check_output(plan.sweep_dir, key=plan.out_key, value=str(plan.out))
+    if todo and address is None:  # a Ray cluster's memory is not this machine's
+        limit, source = memory_limit()
+        concurrent = _concurrent(executor, workers, len(todo))
+        check_concurrency(plan.memory_per_run, concurrent=concurrent, limit=limit, source=source)
     pool = make_executor(executor, workers=workers, address=address) if todo else None
     sweep_dir = plan.sweep_dir
     sweep_dir.mkdir(parents=True, exist_ok=True)
     (sweep_dir / "sweep.parquet").unlink(missing_ok=True)
-    _write_sweep_json(plan, status="running")
+    _write_sweep_json(plan, status="running", summary=summary)
     for run in todo:
         shutil.rmtree(plan.run_dir(run), ignore_errors=True)
     bar = _bar(len(todo), plan.name, enabled=progress)
 
     def on_done(outcome: Outcome) -> None:
         write_outcome(outcome, plan.run_dir(outcome.run))
-        if outcome.status == "failed":
+        if outcome.status in ("failed", "interrupted"):
             summary.failed[outcome.run.run_id] = outcome.error
         else:
             summary.done += 1
@@ -94,19 +119,53 @@ def run_sweep(
             bar.set_postfix(done=summary.done, failed=len(summary.failed), refresh=False)
             bar.update(1)
 
-    try:
-        if pool is not None:
-            pool.run(todo, on_done)
-    finally:
-        if pool is not None:
-            pool.close()
-        if bar is not None:
-            bar.close()
-    frame = build_sweep_frame(sweep_dir, plan.describe()["runs"])
-    store.atomic_write_parquet(sweep_dir / "sweep.parquet", frame)
-    summary.seconds = time.perf_counter() - started
-    _write_sweep_json(plan, status="completed", summary=summary)
+    signum = 0
+    with StopOnSignal() as stop:
+        try:
+            if pool is not None:
+                pool.run(todo, on_done)
+            stop.disarm()
+        except KeyboardInterrupt as exc:
+            stop.disarm()
+            signum, summary.status = signal_of(exc), "interrupted"
+        finally:
+            if pool is not None:
+                pool.close()
+            if bar is not None:
+                bar.close()
+        frame = build_sweep_frame(sweep_dir, plan.describe()["runs"])
+        store.atomic_write_parquet(sweep_dir / "sweep.parquet", frame)
+        summary.seconds = time.perf_counter() - started
+        _write_sweep_json(plan, status=summary.status, summary=summary)
+    if signum:
+        raise Interrupted(signum, summary)
+    stop.raise_pending(summary)
     return summary
+
+
+def plan_work(plan: SweepPlan) -> tuple[list[SweepRun], dict[str, str]]:
+    """The runs to execute, and the finished-but-damaged ones among them (id -> problem)."""
+    todo: list[SweepRun] = []
+    repaired: dict[str, str] = {}
+    for run in plan.runs:
+        run_dir = plan.run_dir(run)
+        if not run_dir.exists():
+            todo.append(run)
+            continue
+        status = run_status(run_dir)
+        problem = store.run_folder_problem(run_dir)
+        if status in FINISHED and problem is None:
+            continue
+        if status in FINISHED or (status is None and (run_dir / "manifest.json").exists()):
+            repaired[run.run_id] = problem or "unreadable"
+        todo.append(run)
+    return todo, repaired
+
+
+def _concurrent(executor: str, workers: int | None, runs: int) -> int:
+    if executor == "serial":
+        return 1
+    return max(1, min(workers or os.cpu_count() or 1, runs))
 
 
 def write_outcome(outcome: Outcome, run_dir: Path) -> None:
@@ -147,6 +206,7 @@ def _write_sweep_json(plan: SweepPlan, *, status: str, summary: SweepSummary | N
             "diverged": summary.diverged,
             "skipped": summary.skipped,
             "failed": summary.failed,
+            "repaired": summary.repaired,
             "seconds": summary.seconds,
         }
     store.atomic_write_text(plan.sweep_dir / "sweep.json", json.dumps(info, indent=2, default=str))

@@ -7,6 +7,8 @@ seed rebuild the same world.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +56,15 @@ class World:
     components: dict[str, Any]
     device: torch.device
     planned_participations: int
+
+
+@contextmanager
+def _key_prefix(prefix: str) -> Iterator[None]:
+    """A plug-in's ``ScenarioError`` names its own key (``path``); give it its dotted place."""
+    try:
+        yield
+    except ScenarioError as err:
+        raise (err if err.key.startswith(prefix) else err.with_prefix(prefix)) from None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -142,13 +153,16 @@ def build_world(scenario: Scenario, *, plan: SeedPlan) -> World:
     n = scenario.population.clients
     components = build_components(scenario)
     device = resolve_device(scenario.training.device)
-    dataset: Dataset = components["data.dataset"].load(rng=plan.rng("data"), num_clients=n)
-    parts = components["data.partition"].split(
-        dataset.y_train, num_clients=n, rng=plan.rng("partition"), groups=dataset.groups
-    )
-    module = components["model"].build(
-        input_shape=dataset.input_shape, num_classes=dataset.num_classes
-    )
+    with _key_prefix("data.dataset"):
+        dataset: Dataset = components["data.dataset"].load(rng=plan.rng("data"), num_clients=n)
+    with _key_prefix("data.partition"):
+        parts = components["data.partition"].split(
+            dataset.y_train, num_clients=n, rng=plan.rng("partition"), groups=dataset.groups
+        )
+    with _key_prefix("model"):
+        module = components["model"].build(
+            input_shape=dataset.input_shape, num_classes=dataset.num_classes
+        )
     params = init_parameters(module, generator=plan.torch_generator("init"))
     learner = BatchedLearner(
         module,

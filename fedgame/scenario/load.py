@@ -1,12 +1,18 @@
 """Read scenario files (YAML or TOML by extension), apply ``--set`` overrides, validate.
 
 Every problem becomes one ``ScenarioError`` naming the file, the dotted key, the bad value and
-what is allowed. YAML is read with ``yaml.safe_load`` only.
+what is allowed. Files are read as bounded UTF-8 text; YAML goes through the bounded, strict
+reader of :mod:`fedgame.scenario.safe_yaml` (safe constructor only, limited size, depth and
+alias expansion, repeated keys refused), TOML through ``tomllib`` with the same limits checked
+on the result (:mod:`fedgame.scenario.raw`).
 """
 
 from __future__ import annotations
 
 import copy
+import os
+import re
+import stat
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -16,11 +22,16 @@ import yaml
 from pydantic import ValidationError
 
 from fedgame import registry
+from fedgame.agents.population import ExplicitList
 from fedgame.errors import ScenarioError
 from fedgame.scenario import behaviours
+from fedgame.scenario.raw import check_finite, check_no_bool_numbers, check_raw
+from fedgame.scenario.safe_yaml import MAX_DEPTH, MAX_DOCUMENT_BYTES, decode, load_yaml
 from fedgame.scenario.schema import COMPONENT_FAMILIES, Scenario
 
 SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml"}
+#: a ``--set``/``--grid`` key: dotted names of letters, digits, ``_`` and ``-``
+OVERRIDE_KEY = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
 
 
 def read_raw(path: str | Path) -> dict[str, Any]:
@@ -32,29 +43,51 @@ def read_raw(path: str | Path) -> dict[str, Any]:
             "", path.suffix, "scenario files end in .yaml, .yml or .toml"
         ).with_file(str(path))
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(
-            "", ..., f"cannot be read: {exc.strerror or exc}", file=str(path)
-        ) from None
+        return _parse(_read_bytes(path), fmt)
+    except ScenarioError as err:
+        raise err.with_file(str(path)) from None
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes: a regular file of at most ``MAX_DOCUMENT_BYTES`` bytes."""
     try:
-        data = tomllib.loads(text) if fmt == "toml" else yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+        data = _head(path, MAX_DOCUMENT_BYTES + 1) if regular else b""
+    except OSError as exc:
+        raise ScenarioError("", ..., f"cannot be read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # e.g. an embedded NUL byte in the path
+        raise ScenarioError("", ..., f"cannot be read: {exc}") from None
+    if not regular:
+        raise ScenarioError("", ..., "cannot be read: not a regular file")
+    if len(data) > MAX_DOCUMENT_BYTES:
         raise ScenarioError(
-            "", ..., f"YAML syntax error{where}: {problem}", file=str(path)
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError("", ..., f"TOML syntax error: {exc}", file=str(path)) from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ScenarioError(
-            "", type(data).__name__, "a scenario is a mapping of keys", file=str(path)
+            "", ..., f"is larger than {MAX_DOCUMENT_BYTES} bytes, the limit for a scenario"
         )
     return data
+
+
+def _head(path: Path, size: int) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(size)
+
+
+def _parse(data: bytes, fmt: str) -> dict[str, Any]:
+    text = decode(data)
+    if fmt == "yaml":
+        parsed = load_yaml(text)
+    else:
+        try:
+            parsed = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ScenarioError("", ..., f"TOML syntax error: {exc}") from None
+        except RecursionError:
+            raise ScenarioError("", ..., f"nests deeper than {MAX_DEPTH} levels") from None
+    if parsed is None:
+        parsed = {}
+    if not isinstance(parsed, dict):
+        raise ScenarioError("", type(parsed).__name__, "a scenario is a mapping of keys")
+    check_raw(parsed)
+    return parsed
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -63,9 +96,15 @@ def parse_override(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not sep or not key:
         raise ScenarioError("--set", text, "overrides are written KEY=VALUE, e.g. privacy.clip=2.0")
+    if not OVERRIDE_KEY.fullmatch(key) or key.count(".") >= MAX_DEPTH:
+        raise ScenarioError(
+            "--set", key, f"a dotted key of at most {MAX_DEPTH} names, e.g. privacy.clip"
+        )
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+        value = load_yaml(raw) if raw.strip() else ""
+    except ScenarioError as err:
+        if "YAML syntax error" not in err.allowed:
+            raise ScenarioError(key, ..., f"(from --set) {err.allowed}") from None
         value = raw
     return key, value
 
@@ -95,16 +134,33 @@ def _is_component_path(path: str) -> bool:
 def validate(data: Mapping[str, Any], *, file: str | None = None) -> Scenario:
     """Validate a raw dict into a ``Scenario`` with every plug-in config resolved."""
     try:
+        check_raw(data)
         try:
             scenario = Scenario.model_validate(dict(data))
         except ValidationError as exc:
             raise registry.scenario_error_from_pydantic(exc, model=Scenario) from None
         resolve_components(scenario)
         scenario._behaviours = behaviours.resolve(scenario)
+        tree = validated_tree(scenario)
+        check_no_bool_numbers(data, tree)
+        check_finite(tree)
         check_cross_fields(scenario)
     except ScenarioError as err:
         raise (err.with_file(file) if file else err) from None
     return scenario
+
+
+def validated_tree(scenario: Scenario, *, mode: str = "python") -> dict[str, Any]:
+    """The scenario as plain data, each component replaced by its plug-in's validated config."""
+    data = scenario.model_dump(mode=mode)
+    for path in COMPONENT_FAMILIES:
+        node = data
+        *parents, last = path.split(".")
+        for part in parents:
+            node = node[part]
+        cfg = scenario.config(path).model_dump(mode=mode)
+        node[last] = {"kind": scenario.component(path).kind, **cfg}
+    return data
 
 
 def resolve_components(scenario: Scenario) -> None:
@@ -127,6 +183,18 @@ def check_cross_fields(scenario: Scenario) -> None:
     _check_range(pop.budget.epsilon, "population.budget.epsilon", low=0.0, low_open=True)
     _check_range(pop.budget.delta, "population.budget.delta", low=0.0, high=1.0, open_=True)
     _check_range(pop.straggle_prob, "population.straggle_prob", low=0.0, high=1.0)
+    for key, dist in (
+        ("population.privacy_value", pop.privacy_value),
+        ("population.budget.epsilon", pop.budget.epsilon),
+        ("population.budget.delta", pop.budget.delta),
+        ("population.straggle_prob", pop.straggle_prob),
+    ):
+        if isinstance(dist, ExplicitList) and len(dist.values) != pop.clients:
+            raise ScenarioError(
+                key,
+                f"a list of {len(dist.values)} values",
+                f"one value per client: {pop.clients} values (population.clients)",
+            )
     for path, family in COMPONENT_FAMILIES.items():
         cls = registry.entry(family, scenario.component(path).kind).cls
         check = getattr(cls, "check_scenario", None)

@@ -8,6 +8,7 @@ and its params are validated against that plug-in's own ``Config`` by
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import (
@@ -23,6 +24,8 @@ from pydantic import (
 
 from fedgame.agents.population import Constant, Distribution, coerce_distribution
 from fedgame.learning.settings import TrainingSettings
+
+NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}")
 
 
 class _Strict(BaseModel):
@@ -105,9 +108,16 @@ class Network(_Strict):
 
 
 class Output(_Strict):
-    """Where results go: ``<dir>/<scenario name>/<run-id>/``."""
+    """Where results go: ``<dir>/<scenario name>/<run-id>/`` (checked writable before a run)."""
 
-    dir: str = "results"
+    dir: str = Field(default="results", min_length=1, max_length=4096)
+
+    @field_validator("dir")
+    @classmethod
+    def _plain_path(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("a folder path without NUL characters")
+        return value
 
 
 class Sweep(_Strict):
@@ -120,7 +130,9 @@ class Sweep(_Strict):
 class Scenario(_Strict):
     """A complete, validated scenario."""
 
-    name: str = Field("scenario", pattern=r"^[A-Za-z0-9_.\-]+$")
+    #: one safe path segment: letters, digits, ``_ . -``, not starting with a dot (so never
+    #: ``.`` or ``..``), at most 100 characters; results go to ``<output.dir>/<name>/``
+    name: str = "scenario"
     description: str = ""
     seed: NonNegativeInt = 0
     rounds: PositiveInt = 30
@@ -139,6 +151,16 @@ class Scenario(_Strict):
 
     _configs: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
     _behaviours: tuple[Any, ...] = PrivateAttr(default=())
+
+    @field_validator("name")
+    @classmethod
+    def _one_path_segment(cls, value: str) -> str:
+        if not NAME.fullmatch(value):
+            raise ValueError(
+                "a name of 1-100 letters, digits, '_', '-' or '.', not starting with '.' "
+                "(it names the results folder)"
+            )
+        return value
 
     def config(self, path: str) -> Any:
         """The validated plug-in config at dotted ``path`` (e.g. ``"selection"``)."""

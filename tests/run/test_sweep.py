@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import struct
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -77,21 +81,94 @@ def test_resume_skips_finished_runs_and_redoes_partial_ones(small, tmp_path):
     assert rounds.groupby("run_id").size().to_dict() == {r.run_id: 2 for r in plan.runs}
 
 
+def _truncated_mnist(folder: Path) -> Path:
+    """IDX files whose headers are right (so the preflight passes) but whose training images
+    stop short (so loading them fails inside the run)."""
+    folder.mkdir()
+    for name, shape in (
+        ("train-images-idx3-ubyte", (40, 28, 28)),
+        ("train-labels-idx1-ubyte", (40,)),
+        ("t10k-images-idx3-ubyte", (10, 28, 28)),
+        ("t10k-labels-idx1-ubyte", (10,)),
+    ):
+        header = bytes([0, 0, 0x08, len(shape)]) + struct.pack(f">{len(shape)}I", *shape)
+        payload = bytes(int(np.prod(shape)))
+        if name.startswith("train-images"):
+            payload = payload[:100]
+        (folder / name).write_bytes(header + payload)
+    return folder
+
+
 def test_a_failing_run_is_recorded_and_the_rest_finish(small, tmp_path, capsys):
-    # mnist without local files validates but fails when the run loads its data
+    # the truncated files pass the header checks of the preflight, then fail to load
+    folder = _truncated_mnist(tmp_path / "mnist")
     args = ["sweep", str(small), "--out", str(tmp_path), "--executor", "serial", "--quiet"]
-    code = main([*args, "--grid", "data.dataset.kind=digits,mnist", "--replicates", "1"])
+    grid = f"data.dataset=[digits, {{kind: mnist, path: {folder}}}]"
+    code = main([*args, "--grid", grid, "--replicates", "1"])
     assert code == 1
     assert "failed" in capsys.readouterr().err
-    runs = load_sweep(tmp_path).runs.set_index("data.dataset.kind")
+    runs = load_sweep(tmp_path).runs
+    kinds = runs["data.dataset"].map(lambda v: "mnist" if "mnist" in v else v)
+    runs = runs.assign(kind=kinds).set_index("kind")
     assert set(runs.loc["digits", "status"]) == {"completed"}
     assert set(runs.loc["mnist", "status"]) == {"failed"}
-    assert runs.loc["mnist", "message"].str.contains("MNIST").all()
+    assert runs.loc["mnist", "message"].str.contains("data.dataset.path").all()
+    assert runs.loc["mnist", "message"].str.contains("truncated").all()
     rounds = load_sweep(tmp_path).rounds
-    assert set(rounds["data.dataset.kind"]) == {"digits"}
+    assert set(rounds["data.dataset"]) == {"digits"}
     # failed runs are retried by a rerun, finished ones are not
-    code = main([*args, "--grid", "data.dataset.kind=digits,mnist", "--replicates", "1"])
+    code = main([*args, "--grid", grid, "--replicates", "1"])
     assert code == 1
     info = json.loads(next(tmp_path.glob("*/sweep-*/sweep.json")).read_text())
     assert info["summary"]["skipped"] == 2
     assert len(info["summary"]["failed"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda d: (d / "rounds.parquet").write_bytes(b"PAR1 truncated"), "rounds.parquet"),
+        (lambda d: (d / "manifest.json").write_text('{"status": "compl'), "manifest.json"),
+        (lambda d: (d / "clients.parquet").unlink(), "clients.parquet"),
+    ],
+    ids=["truncated_table", "corrupt_manifest", "missing_table"],
+)
+def test_a_damaged_finished_run_is_recorded_and_rerun(small, tmp_path, damage, reason):
+    plan = plan_sweep(small, out=tmp_path)
+    run_sweep(plan, executor="serial", progress=False)
+    damaged = plan.run_dir(plan.runs[2])
+    damage(damaged)
+    again = run_sweep(plan, executor="serial", progress=False)
+    assert (again.done, again.skipped, again.failed) == (1, 3, {})
+    assert list(again.repaired) == [plan.runs[2].run_id]
+    assert reason in again.repaired[plan.runs[2].run_id]
+    assert run_status(damaged) == "completed"
+    info = json.loads((plan.sweep_dir / "sweep.json").read_text())
+    assert info["summary"]["repaired"] == again.repaired
+    rounds = load_sweep(plan.sweep_dir).rounds
+    assert rounds.groupby("run_id").size().to_dict() == {r.run_id: 2 for r in plan.runs}
+
+
+def test_cli_sweep_warns_about_a_repaired_run(small, tmp_path, capsys):
+    args = ["sweep", str(small), "--out", str(tmp_path), "--executor", "serial", "--quiet"]
+    assert main(args) == 0
+    (next(tmp_path.glob("*/sweep-*/runs/*")) / "rounds.parquet").write_bytes(b"")
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "damaged" in err and "ran it again" in err
+
+
+def test_sweep_output_and_memory_are_checked_before_anything_is_written(small, tmp_path):
+    from fedgame.errors import ScenarioError
+
+    (tmp_path / "taken").write_text("a file where the results would go")
+    plan = plan_sweep(small, out=tmp_path / "taken")
+    with pytest.raises(ScenarioError) as err:
+        run_sweep(plan, executor="serial", progress=False)
+    assert err.value.key == "--out" and "is a file" in err.value.allowed
+    plan = plan_sweep(small, out=tmp_path / "res")
+    huge = dataclasses.replace(plan, memory_per_run=1 << 60)
+    with pytest.raises(ScenarioError) as err:
+        run_sweep(huge, executor="local", workers=2, progress=False)
+    assert err.value.key == "--workers"
+    assert not (tmp_path / "res").exists()
