@@ -28,6 +28,7 @@ import torch
 from pydantic import PositiveInt
 
 from fedgame.game import lightdp as ld
+from fedgame.mechanisms.base import BoundsStragglers
 from fedgame.privacy.base import PrivacyPlan, clip_rows, gaussian_noise
 from fedgame.privacy.distributed import (
     BoundsConfig,
@@ -102,7 +103,9 @@ class SmpcDP(PerRoundGaussian):
 
     def s_bar(self) -> int:
         s = self.config.max_stragglers
-        return int(s if s is not None else getattr(self.faults, "max_stragglers", 0))
+        if s is None and isinstance(self.faults, BoundsStragglers):
+            s = self.faults.max_stragglers
+        return int(s or 0)
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo

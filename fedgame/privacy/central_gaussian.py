@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
 from fedgame import registry
 from fedgame.errors import ScenarioError
+from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
 from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows
@@ -74,8 +75,8 @@ class CentralGaussian:
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
         check_describes(config.accountant, "gaussian", key=f"{key}.accountant")
         kind = scenario.component("aggregation").kind
-        cls = registry.entry("aggregation", kind, key="aggregation.kind").cls
-        if not getattr(cls, "is_weighted_sum", False):
+        aggregator = registry.create("aggregation", kind, scenario.config("aggregation"))
+        if not isinstance(aggregator, WeightedSumAggregator):
             raise ScenarioError(
                 "aggregation.kind",
                 kind,
@@ -103,7 +104,10 @@ class CentralGaussian:
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
-        self.weights_of = getattr(ctx.components.get("aggregation"), "weights", None)
+        aggregator = ctx.components.get("aggregation")
+        self.weights_of = (
+            aggregator.weights if isinstance(aggregator, WeightedSumAggregator) else None
+        )
 
     def solve_z(self, epsilon: float, delta: float) -> float:
         """Multiplier meeting (ε, δ) over the planned participations (strictest client wins)."""

@@ -34,6 +34,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
+from fedgame.mechanisms.base import FaultDraw
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charges, PrivacyPlan
 from fedgame.privacy.calibrate import analytic_gaussian_multipliers
@@ -65,7 +66,8 @@ def scenario_s_bar(config: BoundsConfig, scenario: Any) -> int | None:
     """S_bar: the mechanism's own, else the fault model's ``max_stragglers``, else None."""
     if config.max_stragglers is not None:
         return config.max_stragglers
-    return getattr(scenario.config("network.faults"), "max_stragglers", None)
+    faults = scenario.config("network.faults")
+    return faults.max_stragglers if "max_stragglers" in type(faults).model_fields else None
 
 
 def check_bounds(config: BoundsConfig, scenario: Any, *, key: str, need_s_bar: bool) -> None:
@@ -117,6 +119,8 @@ class PerRoundGaussian:
         self.faults: Any = None
         self.colluder = np.zeros(0, dtype=bool)
         self._round = -1
+        self._draw: FaultDraw | None = None
+        self._draw_round = -2
         self._ids: tuple[int, ...] = ()
         self._metrics: tuple[dict[str, float], dict[str, dict[int, float]]] = ({}, {})
 
@@ -188,16 +192,21 @@ class PerRoundGaussian:
         charges = Charges("gaussian", self.multipliers(eps, delta), delta=delta)
         return PrivacyPlan(self._ids, charges, np.asarray(sigma, float), self.config.clip)
 
+    def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None:
+        """The round's faults, handed over once the uploads are over (``ObservesFaults``)."""
+        self._draw, self._draw_round = draw, info.round
+
     def stragglers(self) -> np.ndarray | None:
         """Mask over the round's selected clients of those whose upload is lost, if known."""
-        draw = getattr(self.faults, "last_draw", None)
-        if draw is None or getattr(self.faults, "last_round", None) != self._round:
+        if self._draw is None or self._draw_round != self._round:
             return None
-        return np.asarray(draw.straggler, dtype=bool)[list(self._ids)]
+        return np.asarray(self._draw.straggler, dtype=bool)[list(self._ids)]
 
     def failed_edges(self) -> set[tuple[int, int]]:
-        draw = getattr(self.faults, "last_draw", None)
-        return set(draw.failed_edges) if draw is not None else set()
+        """Client-client links down this round (known once uploads are over)."""
+        if self._draw is None or self._draw_round != self._round:
+            return set()
+        return set(self._draw.failed_edges)
 
     def selected_colluders(self) -> np.ndarray:
         return (
@@ -222,13 +231,13 @@ class PerRoundGaussian:
         self._metrics = (rounds, clients)
 
     def round_metrics(self) -> dict[str, float]:
-        if self._round != getattr(self.faults, "last_round", self._round):
+        if self._draw_round != self._round:
             return {}
         self._compute_metrics()
         return dict(self._metrics[0])
 
     def client_metrics(self) -> dict[str, dict[int, float]]:
-        if self._round != getattr(self.faults, "last_round", self._round):
+        if self._draw_round != self._round:
             return {}
         self._compute_metrics()
         return dict(self._metrics[1])

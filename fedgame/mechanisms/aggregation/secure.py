@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validato
 
 from fedgame import registry
 from fedgame.errors import FedGameError, ScenarioError
+from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.privacy.secure import decode_fixed, encode_fixed, masked_uploads, unmask_sum
 from fedgame.registry import register
 from fedgame.views import ClientView
@@ -32,7 +33,6 @@ class SecureAggregation:
     be a weighted sum (``fedavg``, ``mean``); a ``median`` is refused at validation.
     """
 
-    is_weighted_sum = True
     round_columns = ("secure_dropped", "secure_recovered", "secure_error")
 
     class Config(BaseModel):
@@ -60,7 +60,10 @@ class SecureAggregation:
         registry.validate("aggregation", config.inner, key=f"{key}.inner")
         kind = config.inner["kind"]  # validate() above ensures a str kind
         cls = registry.entry("aggregation", kind, key=f"{key}.inner.kind").cls
-        if not getattr(cls, "is_weighted_sum", False) or cls is SecureAggregation:
+        inner = registry.create(
+            "aggregation", kind, registry.validate("aggregation", config.inner, key=f"{key}.inner")
+        )
+        if not isinstance(inner, WeightedSumAggregator) or cls is SecureAggregation:
             raise ScenarioError(
                 f"{key}.inner.kind",
                 kind,
