@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame import registry
 from fedgame.errors import ScenarioError
@@ -57,10 +57,23 @@ class CentralGaussian:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        clip: PositiveFloat = 1.0
-        noise_multiplier: PositiveFloat | None = None
-        participations: PositiveInt | None = None
-        accountant: str = "rdp"
+        clip: PositiveFloat = Field(
+            1.0, description="L2 norm C each update is clipped to before aggregation"
+        )
+        noise_multiplier: PositiveFloat | None = Field(
+            None,
+            description=(
+                "fixed noise multiplier z (default: solved so the strictest client's budget lasts"
+                " T releases)"
+            ),
+        )
+        participations: PositiveInt | None = Field(
+            None, description="planned releases T (default: rounds x expected selected fraction)"
+        )
+        accountant: str = Field(
+            "rdp",
+            description="accountant plug-in that prices every release (fedgame list accountant)",
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.base import FaultDraw
@@ -46,20 +46,49 @@ class PerRoundConfig(BaseModel):
     """Knobs shared by lightdp, ldp, smpc_dp and ideal_smpc."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    clip: PositiveFloat = 1.0
-    adjacency: Literal["add_remove", "replace"] = "add_remove"
-    participations: PositiveInt | None = None
-    calibration: Literal["analytic", "lightdp", "classic"] = "analytic"
-    allow_loose_classic: bool = False
-    accountant: str = "basic"
-    sensitivity: Literal["update", "sample"] = "update"
+    clip: PositiveFloat = Field(1.0, description="L2 norm each update is clipped to")
+    adjacency: Literal["add_remove", "replace"] = Field(
+        "add_remove",
+        description="neighbouring datasets: add_remove (sensitivity clip) or replace (2 x clip)",
+    )
+    participations: PositiveInt | None = Field(
+        None,
+        description=(
+            "planned releases T per-round budgets are split over (default: rounds x expected "
+            "selected fraction)"
+        ),
+    )
+    calibration: Literal["analytic", "lightdp", "classic"] = Field(
+        "analytic",
+        description=(
+            "analytic (exact, any epsilon), lightdp (sqrt(2 ln(2/delta))) or classic (sqrt(2 "
+            "ln(1.25/delta)))"
+        ),
+    )
+    allow_loose_classic: bool = Field(
+        False, description="allow a lightdp/classic constant where a per-round epsilon reaches 1"
+    )
+    accountant: str = Field(
+        "basic",
+        description="accountant plug-in that prices every release (fedgame list accountant)",
+    )
+    sensitivity: Literal["update", "sample"] = Field(
+        "update", description="update (client-level) or sample (NbAFL-style 2 clip / |D_min|)"
+    )
 
 
 class BoundsConfig(PerRoundConfig):
     """Adds the coalition and straggler bounds C_bar, S_bar of paper 004."""
 
-    max_colluders: NonNegativeInt = 0
-    max_stragglers: NonNegativeInt | None = None
+    max_colluders: NonNegativeInt = Field(
+        0, description="C_bar: at most this many colluding clients"
+    )
+    max_stragglers: NonNegativeInt | None = Field(
+        None,
+        description=(
+            "S_bar: at most this many stragglers a round (default: the fault model's bound)"
+        ),
+    )
 
 
 def scenario_s_bar(config: BoundsConfig, scenario: Any) -> int | None:

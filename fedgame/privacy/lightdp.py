@@ -27,6 +27,7 @@ from typing import Any, Literal
 import networkx as nx
 import numpy as np
 import torch
+from pydantic import Field
 
 from fedgame.errors import ScenarioError
 from fedgame.game import lightdp as ld
@@ -107,7 +108,13 @@ class LightDP(PerRoundGaussian):
     """LightDP-FL: pairwise-cancelling + individual Gaussian noise (paper 004, eq. 7)."""
 
     class Config(BoundsConfig):
-        incomplete_graph: Literal["reject", "ldp_floor"] = "reject"
+        incomplete_graph: Literal["reject", "ldp_floor"] = Field(
+            "reject",
+            description=(
+                "reject a non-complete topology, or ldp_floor (raise individual noise to the "
+                "local-DP level)"
+            ),
+        )
 
     config: Config
 

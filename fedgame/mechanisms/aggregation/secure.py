@@ -37,10 +37,20 @@ class SecureAggregation:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        inner: dict[str, Any] = Field(default_factory=lambda: {"kind": "fedavg"})
-        bits: int = Field(48, ge=16, le=62)
-        scale: PositiveFloat = 2.0**20
-        recover_dropouts: bool = True
+        inner: dict[str, Any] = Field(
+            default_factory=lambda: {"kind": "fedavg"},
+            description="the weighted-sum aggregator whose sum is computed securely ({kind: ...})",
+        )
+        bits: int = Field(48, ge=16, le=62, description="fixed-point modulus 2^bits")
+        scale: PositiveFloat = Field(
+            2.0**20, description="fixed-point scale (values x scale are rounded)"
+        )
+        recover_dropouts: bool = Field(
+            True,
+            description=(
+                "remove the masks of dropped clients (SecAgg recovery); else such a round fails"
+            ),
+        )
 
         @field_validator("inner", mode="before")
         @classmethod
