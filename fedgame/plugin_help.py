@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
 
 from fedgame.errors import ScenarioError
 
@@ -81,7 +80,7 @@ def parameters(config: type[BaseModel]) -> list[Parameter]:
     for name, field in config.model_fields.items():
         if field.default_factory is not None:
             default = _value(field.default_factory())  # type: ignore[call-arg]
-        elif field.default is PydanticUndefined:
+        elif field.is_required():
             default = "required"
         else:
             default = _value(field.default)
