@@ -1,21 +1,26 @@
-"""Command line: ``fedgame run | sweep | validate | list | report``.
+"""Command line: ``fedgame run | sweep | validate | list | explain | report``.
 
 Bad input (a scenario, a ``--set``, a command-line option) prints one line naming the file,
 key, value and what is allowed, and exits with code 2 before anything is written. ``run``
 and ``sweep`` make every check ``validate`` makes (:mod:`fedgame.scenario.preflight`) before
 the first round. Ctrl-C (SIGINT) and SIGTERM stop a run or a sweep with its finished rounds
 written, one line on stderr and exit code 130 or 143 (128 + the signal number).
+
+``--help``, ``validate``, ``list`` and ``explain`` import no torch, scipy, pandas or Mesa (the
+plug-in modules import those where they compute), so they answer in well under a second.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from fedgame import __version__
 from fedgame.cli_sweep import add_parsers, cmd_report, cmd_sweep
 from fedgame.errors import FedGameError, Interrupted, ScenarioError
 
@@ -31,14 +36,55 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help that wraps prose, keeps indented example lines as written, and shows defaults."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            indent + line
+            if not line or line.startswith(" ")
+            else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
+            for line in text.splitlines()
+        )
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        shown = action.default not in (None, False, [], argparse.SUPPRESS)
+        if shown and action.option_strings and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="fedgame", description="Differentially private federated learning as a game."
+        prog="fedgame",
+        description="Differentially private federated learning as a game: Mesa agents (a "
+        "server and strategic clients) decide rewards, privacy and participation each round; "
+        "one batched PyTorch learner trains the selected clients. Every mechanism is a plug-in "
+        "chosen by name in a YAML or TOML scenario file.",
+        epilog="examples:\n"
+        "  fedgame validate scenarios/quickstart.yaml\n"
+        "  fedgame run scenarios/quickstart.yaml --set privacy.clip=2.0\n"
+        "  fedgame list privacy --verbose\n"
+        "  fedgame explain privacy gaussian\n"
+        "\nfedgame COMMAND --help describes each command.",
+        formatter_class=_HelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"fedgame {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run a scenario file")
-    run.add_argument("file")
+    run = sub.add_parser(
+        "run",
+        help="run a scenario file",
+        description="Check a scenario (everything validate checks), run it, and write its "
+        "tables (Parquet) and manifest under OUT/<name>/<run id>/. Exit code 3 when training "
+        "diverged (the finished rounds are kept), 130/143 when stopped by Ctrl-C/SIGTERM.",
+        epilog="examples:\n"
+        "  fedgame run scenarios/quickstart.yaml\n"
+        "  fedgame run scenarios/quickstart.yaml --set rounds=5 --set population.clients=20\n"
+        "  fedgame run scenarios/lightdp.yaml --replicate 2 --out results/ --quiet",
+    )
+    run.add_argument("file", metavar="SCENARIO", help="scenario file (.yaml, .yml or .toml)")
     run.add_argument(
         "--set",
         dest="overrides",
@@ -48,19 +94,68 @@ def _parser() -> argparse.ArgumentParser:
         help="override a scenario key, e.g. --set privacy.clip=2.0 (repeatable)",
     )
     run.add_argument("--out", help="results folder (default: the scenario's output.dir)")
-    run.add_argument("--replicate", type=int, default=0, help="replicate index for the seed plan")
+    run.add_argument(
+        "--replicate",
+        type=int,
+        default=0,
+        help="replicate index: an independent seed stream of the scenario's seed",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
 
     val = sub.add_parser(
-        "validate", help="make every check a run makes, short of training, without running"
+        "validate",
+        help="make every check a run makes, short of training, without running",
+        description="Make every check a run makes before its first round (keys and values, "
+        "plug-in parameters, dataset files, the model against the data's shape, device, "
+        "memory estimate, output folder), without training or writing anything. Prints one "
+        "line per file; exit code 2 when any file fails.",
+        epilog="examples:\n"
+        "  fedgame validate scenarios/*.yaml\n"
+        "  fedgame validate scenarios/quickstart.yaml --set population.clients=100000",
     )
-    val.add_argument("files", nargs="+")
-    val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    val.add_argument("files", nargs="+", metavar="SCENARIO", help="scenario files to check")
+    val.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario key in every file, e.g. --set rounds=5 (repeatable)",
+    )
     val.add_argument("--out", help="results folder to check (default: each scenario's output.dir)")
 
-    lst = sub.add_parser("list", help="list registered components per family")
-    lst.add_argument("family", nargs="?", help="only this family")
+    lst = sub.add_parser(
+        "list",
+        help="list the plug-ins of each family",
+        description="List the registered plug-ins (mechanisms, datasets, models, ...) by "
+        "family, each with the first sentence of its description; --verbose adds each "
+        "plug-in's parameters with type, default and description.",
+        epilog="examples:\n"
+        "  fedgame list\n"
+        "  fedgame list selection\n"
+        "  fedgame list privacy --verbose",
+    )
+    lst.add_argument("family", nargs="?", metavar="FAMILY", help="only this family")
+    lst.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show each plug-in's full description and parameters",
+    )
+
+    explain = sub.add_parser(
+        "explain",
+        help="describe one plug-in and its parameters",
+        description="Describe one plug-in: what it does, and each parameter a scenario may "
+        "set for it (type, default, description). Set them beside its kind, e.g. "
+        "privacy: {kind: gaussian, clip: 2.0}.",
+        epilog="examples:\n  fedgame explain privacy gaussian\n  fedgame explain faults deadline",
+    )
+    explain.add_argument("family", metavar="FAMILY", help="plug-in family (see fedgame list)")
+    explain.add_argument("name", metavar="NAME", help="plug-in name within the family")
     add_parsers(sub)
+    for command in sub.choices.values():
+        command.formatter_class = _HelpFormatter
     return parser
 
 
@@ -133,17 +228,33 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from fedgame import registry
+    from fedgame import plugin_help, registry
 
     cat = registry.catalogue()
-    if args.family and args.family not in cat:
-        raise ScenarioError("family", args.family, f"allowed: {', '.join(cat)}")
+    if args.family:
+        plugin_help.check_choice("FAMILY", args.family, list(cat), "allowed plug-in families")
     for family, entries in cat.items():
         if args.family and family != args.family:
             continue
         print(f"{family}:")
         for e in entries:
-            print(f"  {e.name:<20} {e.doc}")
+            if args.verbose:
+                print(plugin_help.describe(family, e.name, e.cls, e.config), end="\n\n")
+            else:
+                print(plugin_help.listing_line(e.name, e.cls))
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Print one plug-in's description and parameters."""
+    from fedgame import plugin_help, registry
+
+    cat = registry.catalogue()
+    plugin_help.check_choice("FAMILY", args.family, list(cat), "allowed plug-in families")
+    names = [e.name for e in cat[args.family]]
+    plugin_help.check_choice("NAME", args.name, names, f"allowed {args.family} plug-ins")
+    e = registry.entry(args.family, args.name)
+    print(plugin_help.describe(args.family, e.name, e.cls, e.config))
     return 0
 
 
@@ -164,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warnings.formatwarning = _format_warning
     args = _parser().parse_args(argv)
-    handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list}
+    handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list, "explain": cmd_explain}
     handlers |= {"sweep": cmd_sweep, "report": cmd_report}
     try:
         with StopOnSignal():  # SIGTERM while reading or checking input ends like Ctrl-C

@@ -20,8 +20,19 @@ EXIT_RUNS_FAILED = 1
 
 def add_parsers(sub: Any) -> None:
     """Add the ``sweep`` and ``report`` sub-commands to ``fedgame``'s parser."""
-    sweep = sub.add_parser("sweep", help="run a scenario over a grid of keys x replicates")
-    sweep.add_argument("file")
+    sweep = sub.add_parser(
+        "sweep",
+        help="run a scenario over a grid of keys x replicates",
+        description="Run a scenario at every point of a grid of keys (the file's sweep.grid "
+        "and --grid) times its replicates, in parallel, under OUT/<name>/sweep-<id>/. Every "
+        "run is checked before any starts; a second call resumes, skipping finished runs. "
+        "Exit code 1 when some run failed, 2 on bad input, 130/143 when stopped.",
+        epilog="examples:\n"
+        "  fedgame sweep scenarios/sweep_population_stragglers.yaml\n"
+        "  fedgame sweep scenarios/quickstart.yaml --grid privacy.clip=0.5,1,2 --replicates 3\n"
+        "  fedgame sweep scenarios/quickstart.yaml --executor ray --address auto",
+    )
+    sweep.add_argument("file", metavar="SCENARIO", help="scenario file (.yaml, .yml or .toml)")
     sweep.add_argument(
         "--grid",
         action="append",
@@ -30,22 +41,46 @@ def add_parsers(sub: Any) -> None:
         help="sweep a dotted key over values, e.g. --grid population.clients=20,50 (repeatable; "
         "adds to or replaces the file's sweep.grid)",
     )
-    sweep.add_argument("--replicates", type=int, help="replicates per grid point")
+    sweep.add_argument(
+        "--replicates", type=int, help="replicates per grid point (default: sweep.replicates)"
+    )
     sweep.add_argument(
         "--executor",
         default="local",
-        help="local (process pool, default), ray, or serial (in this process)",
+        help="where runs execute: local (a process pool), ray, or serial (in this process)",
     )
     sweep.add_argument("--workers", type=int, help="processes / Ray CPUs (default: all cores)")
     sweep.add_argument("--address", help="Ray cluster address (host:port, ray://..., auto)")
     sweep.add_argument("--out", help="results folder (default: the scenario's output.dir)")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
-    sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    sweep.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario key at every grid point, e.g. --set rounds=10 (repeatable)",
+    )
 
-    report = sub.add_parser("report", help="write a Markdown report for a run or a sweep")
-    report.add_argument("result_dir")
+    report = sub.add_parser(
+        "report",
+        help="write a Markdown report for a run or a sweep",
+        description="Write report.md and its figures (PNG) for a run folder, or for a sweep "
+        "folder (one summary row and one line per grid point), into OUT.",
+        epilog="examples:\n"
+        "  fedgame report results/quickstart\n"
+        "  fedgame report results/sweep_population_stragglers/sweep-1a2b3c --target 0.85",
+    )
+    report.add_argument(
+        "result_dir", metavar="RESULT_DIR", help="a run folder or a sweep folder (sweep-<id>)"
+    )
     report.add_argument("--out", help="report folder (default: RESULT_DIR/report)")
-    report.add_argument("--target", type=float, default=0.8, help="target test accuracy")
+    report.add_argument(
+        "--target",
+        type=float,
+        default=0.8,
+        help="test accuracy whose first round the report gives (rounds_to_target)",
+    )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

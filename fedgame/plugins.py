@@ -1,6 +1,9 @@
 """Imports every built-in plug-in module so that its ``@register`` decorators run.
 
-Adding a mechanism: write its file, then add one import line here.
+Adding a mechanism: write its file, then add one import line here. Importing this module is
+what ``fedgame validate``, ``list`` and ``explain`` pay for, so a plug-in module imports torch,
+scipy, networkx and dp_accounting inside the functions that use them (type hints under
+``TYPE_CHECKING``), never at its top: ``tests/test_cli_startup.py`` checks it.
 """
 
 # ruff: noqa: F401

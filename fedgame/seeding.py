@@ -15,9 +15,12 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _word(part: str | int) -> int:
@@ -69,6 +72,8 @@ class SeedPlan:
         self, stream: str, *keys: str | int, device: str | torch.device = "cpu"
     ) -> torch.Generator:
         """A ``torch.Generator`` on ``device`` seeded from ``stream``."""
+        import torch
+
         gen = torch.Generator(device=device)
         gen.manual_seed(self.seed_int(stream, *keys))
         return gen

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from scipy.ndimage import gaussian_filter1d
 
 from fedgame.data.datasets import DataFootprint, Dataset, split_sizes, stratified_split
 from fedgame.registry import register
@@ -88,6 +87,8 @@ class Mnist1D:
 
     def generate(self, *, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """Draw ``(x [n, final_seq_length] float64 standardised, y [n] int64)``."""
+        from scipy.ndimage import gaussian_filter1d
+
         cfg = self.config
         low, high = cfg.padding
         per_class = cfg.num_samples // 10

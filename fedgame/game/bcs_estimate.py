@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 
 from fedgame.errors import ScenarioError
 
@@ -139,6 +138,8 @@ def fit_p2(
     mu = 0.5, gamma = 8 L/mu, sigma^2 = 1, ||w0-w*||^2 = 1), plus ``restarts`` log-normal
     perturbations of it drawn from ``rng``; the best fit is returned (note 000 §4.4).
     """
+    from scipy.optimize import minimize
+
     if t0 < 2:
         raise ScenarioError("t0", t0, ">= 2 (Eq. 10 uses T_0 - 1 >= 1 rounds)")
     if not (np.isfinite(observed_loss) and lam > 0):

@@ -16,7 +16,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq, minimize_scalar
 
 from fedgame.errors import ScenarioError
 from fedgame.game.stackelberg import follower_best_response, reward_shares
@@ -85,6 +84,8 @@ class FollowerUtility:
         Quadratic cost: the root of R·S_-i/(ρ+S_-i)² = 2φν_i·ρ (decreasing in ρ) by Brent's
         method. The utility is concave in ρ_i, so clipping the optimum to the cap is exact.
         """
+        from scipy.optimize import brentq
+
         others = float(np.sum(rho) - rho[i])
         if others <= 0:
             return None  # at S_-i = 0 no maximiser exists: the numeric path returns a tiny ρ
@@ -124,6 +125,7 @@ class FollowerUtility:
         log S finds it robustly whatever the spread of ν (where best-response iteration can
         crawl). Returns None when no positive aggregate exists (fewer than two contributors).
         """
+        from scipy.optimize import brentq
 
         def excess(log_s: float) -> float:
             s = float(np.exp(log_s))
@@ -214,6 +216,8 @@ def numeric_best_response(
     step to polish an interior maximiser; as Brent never evaluates the ends, both ends are
     compared too, which handles corner and capped best responses.
     """
+    from scipy.optimize import minimize_scalar
+
     value = _deviation(utility, rho, i)
     if upper <= lower:
         return float(lower)
@@ -329,6 +333,8 @@ def solve_leader(
     Brent search runs over log R (so ``xatol`` is a relative tolerance on R and wide ranges are
     cheap); both ends are compared too. For QI-DPFL the cost is convex in R (Eq. 29).
     """
+    from scipy.optimize import minimize_scalar
+
     r_min, r_max = (float(b) for b in bounds)
     if not (0 < r_min <= r_max and np.isfinite(r_max)):
         raise ScenarioError("bounds", bounds, "0 < R_min <= R_max < inf")

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import brentq
 
 from fedgame.errors import ScenarioError
 from fedgame.privacy.calibrate import privacy_aware_noise_factor
@@ -115,6 +114,8 @@ def solve_problem1(
     convex); phi(kappa) = Obj(p(kappa)) - kappa is positive near 0 and negative beyond
     Obj(p^u), so Brent's method brackets it.
     """
+    from scipy.optimize import brentq
+
     pu_ = _positive_vector("pu", pu)
     if not np.isclose(pu_.sum(), 1.0):
         raise ScenarioError("pu", pu_.tolist(), "probabilities summing to 1")

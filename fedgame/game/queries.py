@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar, nnls
 
 from fedgame.errors import ScenarioError
 
@@ -308,6 +307,8 @@ def fit_laplace_bound(
     gamma is found by a log-grid search refined with a bounded scalar minimisation. Needs at
     least four distinct T values. The offset absorbs the loss floor F*, which Y_T lacks.
     """
+    from scipy.optimize import minimize_scalar, nnls
+
     t = np.asarray(queries, dtype=float)
     y = np.asarray(losses, dtype=float)
     if t.shape != y.shape or t.ndim != 1 or np.unique(t).size < 4 or np.any(t < 0):

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, grad_and_value, vmap
 
 from fedgame.errors import DivergenceError
+from fedgame.learning.device import device_name
 from fedgame.learning.evaluate import accuracy_and_loss, cross_entropy
 from fedgame.learning.models import ParamLayout
 from fedgame.learning.settings import TrainingSettings
@@ -61,7 +62,7 @@ def clip_scale(norms: Tensor, *, bound: float) -> Tensor:
 def resolve_device(device: str | torch.device) -> torch.device:
     """``"auto"`` becomes CUDA when available, else CPU; anything else is passed to torch."""
     if str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device(device_name("auto"))
     return torch.device(device)
 
 

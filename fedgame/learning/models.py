@@ -5,6 +5,10 @@ architecture only. Parameters live outside it, as plain tensors drawn by
 :func:`init_parameters` from a ``torch.Generator``, and are plugged in with
 ``torch.func.functional_call``. Every module here is ``vmap``-compatible (no BatchNorm, no
 in-place ops on inputs), so the batched learner can train many clients at once.
+
+Every built-in model also states its size without torch (:class:`SizedModel`), so a scenario is
+checked (``fedgame validate``) without importing torch; torch is imported where a module is
+built.
 """
 
 from __future__ import annotations
@@ -12,16 +16,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
-from torch import Tensor, nn
 
 from fedgame.errors import ScenarioError
+from fedgame.learning.model_size import ModelSize, dense_stack
 from fedgame.registry import register
+
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor, nn
 
 
 def _meta() -> torch.device:
+    import torch
+
     return torch.device("meta")
 
 
@@ -37,8 +47,15 @@ class LogReg:
 
     def build(self, *, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
         """The module skeleton (on ``meta``) for inputs of ``input_shape``."""
+        from torch import nn
+
         d = math.prod(input_shape)
         return nn.Sequential(nn.Flatten(), nn.Linear(d, num_classes, device=_meta()))
+
+    def size(self, *, input_shape: tuple[int, ...], num_classes: int) -> ModelSize:
+        """Sizes of :meth:`build`'s module: ``(d + 1) C`` parameters for ``d`` input values."""
+        params, widths = dense_stack([math.prod(input_shape), num_classes])
+        return ModelSize.of_layers(num_params=params, widths=widths)
 
 
 @register("model", "mlp")
@@ -55,6 +72,8 @@ class MLP:
 
     def build(self, *, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
         """The module skeleton (on ``meta``) for inputs of ``input_shape``."""
+        from torch import nn
+
         layers: list[nn.Module] = [nn.Flatten()]
         width = math.prod(input_shape)
         for h in self.config.hidden:
@@ -63,16 +82,11 @@ class MLP:
         layers.append(nn.Linear(width, num_classes, device=_meta()))
         return nn.Sequential(*layers)
 
-
-class _Unflatten(nn.Module):
-    """Reshape flat ``[B, C*S*S]`` inputs to images ``[B, C, S, S]`` (no-op on images)."""
-
-    def __init__(self, shape: tuple[int, int, int]) -> None:
-        super().__init__()
-        self.shape = shape
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x.reshape(x.shape[0], *self.shape)
+    def size(self, *, input_shape: tuple[int, ...], num_classes: int) -> ModelSize:
+        """Sizes of :meth:`build`'s module (a dense stack through the ``hidden`` widths)."""
+        widths = [math.prod(input_shape), *self.config.hidden, num_classes]
+        params, outputs = dense_stack(widths)
+        return ModelSize.of_layers(num_params=params, widths=outputs)
 
 
 @register("model", "cnn")
@@ -94,15 +108,15 @@ class CNN:
 
     def build(self, *, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
         """The module skeleton (on ``meta``) for square images of ``input_shape``."""
-        c, s = _image_shape(tuple(input_shape))
+        from torch import nn
+
+        from fedgame.learning.layers import Unflatten
+
+        c, s, k, side = self._geometry(input_shape)
         c1, c2 = self.config.channels
-        k = self.config.kernel_size
-        if k % 2 == 0:
-            raise ScenarioError("kernel_size", k, "an odd kernel size (same padding)")
-        side = s // 2 // 2
         m = _meta()
         return nn.Sequential(
-            _Unflatten((c, s, s)),
+            Unflatten((c, s, s)),
             nn.Conv2d(c, c1, k, padding=k // 2, device=m),
             nn.ReLU(),
             nn.MaxPool2d(2),
@@ -112,6 +126,27 @@ class CNN:
             nn.Flatten(),
             nn.Linear(c2 * side * side, num_classes, device=m),
         )
+
+    def size(self, *, input_shape: tuple[int, ...], num_classes: int) -> ModelSize:
+        """Sizes of :meth:`build`'s module: a ``k x k`` convolution ``a -> b`` channels holds
+        ``(a k^2 + 1) b`` parameters and outputs ``b`` maps of the current side; each 2x2
+        max-pool halves the side (rounding down)."""
+        c, s, k, side = self._geometry(input_shape)
+        c1, c2 = self.config.channels
+        half = s // 2
+        params = (c * k * k + 1) * c1 + (c1 * k * k + 1) * c2 + (c2 * side * side + 1) * num_classes
+        widths = [c * s * s, c1 * s * s, c1 * s * s, c1 * half * half]
+        widths += [c2 * half * half, c2 * half * half, c2 * side * side, c2 * side * side]
+        return ModelSize.of_layers(num_params=params, widths=[*widths, num_classes])
+
+    def _geometry(self, input_shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+        """``(channels, side, kernel, side after both pools)``; ``ScenarioError`` when the
+        input is not a square image or the kernel is even (checked by ``build`` and ``size``)."""
+        c, s = _image_shape(tuple(input_shape))
+        k = self.config.kernel_size
+        if k % 2 == 0:
+            raise ScenarioError("kernel_size", k, "an odd kernel size (same padding)")
+        return c, s, k, s // 2 // 2
 
 
 def _image_shape(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -132,19 +167,23 @@ def _image_shape(shape: tuple[int, ...]) -> tuple[int, int]:
 
 
 def init_parameters(
-    module: nn.Module, *, generator: torch.Generator, dtype: torch.dtype = torch.float32
+    module: nn.Module, *, generator: torch.Generator, dtype: torch.dtype | None = None
 ) -> dict[str, Tensor]:
     """Fresh parameters for ``module`` drawn from ``generator`` (on its device).
 
     Uses PyTorch's default scheme for Linear and Conv layers: kaiming-uniform with
     ``a=sqrt(5)`` for weights and ``U(±1/sqrt(fan_in))`` for biases, which both reduce to
     ``U(±1/sqrt(fan_in))`` with ``fan_in`` = inputs per output unit of the owning layer.
+    ``dtype`` defaults to ``torch.float32``.
     """
+    import torch
+
+    dtype = torch.float32 if dtype is None else dtype
     out: dict[str, Tensor] = {}
     device = generator.device
     for prefix, sub in module.named_modules():
         weight = getattr(sub, "weight", None)
-        if not isinstance(weight, Tensor) or weight.ndim < 2:
+        if not isinstance(weight, torch.Tensor) or weight.ndim < 2:
             if any(True for _ in sub.parameters(recurse=False)):
                 raise ValueError(f"cannot initialise parameters of {type(sub).__name__}")
             continue
@@ -175,6 +214,8 @@ class ParamLayout:
 
     def flatten(self, params: Mapping[str, Tensor]) -> Tensor:
         """Concatenate ``params`` into one flat vector ``[P]``."""
+        import torch
+
         return torch.cat([params[n].reshape(-1) for n in self.names])
 
     def unflatten(self, flat: Tensor) -> dict[str, Tensor]:

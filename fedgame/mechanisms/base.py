@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
-import torch
 
 from fedgame.views import (
     ClientView,
@@ -22,6 +21,9 @@ from fedgame.views import (
     Selection,
     SetupContext,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 
 class SelectionPolicy(Protocol):

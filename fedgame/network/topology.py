@@ -14,14 +14,16 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.registry import register
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: approximate memory networkx needs per undirected edge (two adjacency dict entries)
 BYTES_PER_EDGE = 400
@@ -53,6 +55,8 @@ class Star:
         return 0.0
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        import networkx as nx
+
         return nx.empty_graph(num_clients)
 
 
@@ -67,6 +71,8 @@ class Complete:
         return _pairs(num_clients)
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        import networkx as nx
+
         return nx.complete_graph(num_clients)
 
 
@@ -85,6 +91,8 @@ class ErdosRenyi:
         return self.p * _pairs(num_clients)
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        import networkx as nx
+
         return nx.gnp_random_graph(num_clients, self.p, seed=_seed(rng))
 
 
@@ -112,6 +120,8 @@ class WattsStrogatz:
             raise ScenarioError(f"{key}.k", config.k, f"must be < population.clients ({n})")
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        import networkx as nx
+
         return nx.watts_strogatz_graph(num_clients, self.k, self.p, seed=_seed(rng))
 
 
@@ -136,6 +146,8 @@ class BarabasiAlbert:
             raise ScenarioError(f"{key}.m", config.m, f"must be < population.clients ({n})")
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        import networkx as nx
+
         return nx.barabasi_albert_graph(num_clients, self.m, seed=_seed(rng))
 
 
@@ -159,6 +171,8 @@ class RandomGeometric:
         return _pairs(num_clients) * min(1.0, math.pi * self.radius**2)
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        import networkx as nx
+
         return nx.random_geometric_graph(num_clients, self.radius, seed=_seed(rng))
 
 
@@ -236,6 +250,8 @@ class EdgeList:
         check_edges(edges, _clients(scenario), key=f"{key}.edges")
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
+        import networkx as nx
+
         edges = read_edges(self.source)
         check_edges(edges, num_clients, key="edges")
         graph = nx.empty_graph(num_clients)

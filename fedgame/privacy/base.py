@@ -20,11 +20,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, overload, runtime_checkable
 
-import dp_accounting as dpa
 import numpy as np
-import torch
 
 from fedgame.views import ClientView, Response, RoundInfo, as_column
+
+if TYPE_CHECKING:
+    import dp_accounting as dpa
+    import torch
 
 if TYPE_CHECKING:
     from fedgame.privacy.accountants.base import Accountant
@@ -69,6 +71,8 @@ def release_event(noise: str, noise_multiplier: float, sample_rate: float, steps
     gaussian: ``GaussianDpEvent(z)``; subsampled_gaussian: ``PoissonSampledDpEvent(q,
     GaussianDpEvent(z))``; laplace: ``LaplaceDpEvent(z)`` (scale over L1 sensitivity).
     """
+    import dp_accounting as dpa
+
     if noise == "none" or steps == 0:
         return dpa.NoOpDpEvent()
     if noise == "laplace":
@@ -274,6 +278,8 @@ def clip_rows(
     updates: torch.Tensor, clip: float, *, norm: Literal["l2", "l1"] = "l2"
 ) -> torch.Tensor:
     """Scale each row u_k to norm at most ``clip``: u_k · min(1, C/‖u_k‖)."""
+    import torch
+
     ord_ = 2 if norm == "l2" else 1
     norms = torch.linalg.vector_norm(updates, ord=ord_, dim=1, keepdim=True)
     return updates * torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
@@ -283,6 +289,8 @@ def gaussian_noise(
     shape: torch.Size, std: np.ndarray, *, like: torch.Tensor, generator: torch.Generator
 ) -> torch.Tensor:
     """Rows of N(0, std_k² I), one batched draw."""
+    import torch
+
     scale = torch.as_tensor(std, dtype=like.dtype, device=like.device)
     noise = torch.randn(shape, generator=generator, device=like.device, dtype=like.dtype)
     return noise * scale[:, None]

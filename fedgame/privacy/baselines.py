@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import torch
 from pydantic import Field, PositiveInt
 
 from fedgame.game import lightdp as ld
@@ -39,6 +38,9 @@ from fedgame.privacy.distributed import (
 )
 from fedgame.registry import register
 from fedgame.views import ClientView, Response, RoundInfo
+
+if TYPE_CHECKING:
+    import torch
 
 
 @register("privacy", "ldp")

@@ -18,7 +18,6 @@ import math
 from typing import Literal
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr
 
 from fedgame.errors import ScenarioError
 
@@ -203,6 +202,8 @@ def analytic_gaussian_delta(
     ``δ(ε) = Φ(1/(2z) − εz) − e^ε Φ(−1/(2z) − εz)``. The second term is evaluated in log space
     (``log_ndtr``) so large ε does not overflow. Vectorised over both arguments.
     """
+    from scipy.special import log_ndtr, ndtr
+
     eps = np.asarray(epsilon, dtype=float)
     z = np.asarray(noise_multiplier, dtype=float)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):

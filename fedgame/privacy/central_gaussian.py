@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame import registry
@@ -19,6 +18,9 @@ from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows
 from fedgame.registry import register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext, column_of, ids_of
+
+if TYPE_CHECKING:
+    import torch
 
 
 def max_weight_share(weights: np.ndarray, *, num_received: int) -> float:
@@ -161,6 +163,8 @@ class CentralGaussian:
         generator: torch.Generator,
     ) -> torch.Tensor:
         """Add N(0, (z C s)^2 I) to the aggregate, s = :func:`max_weight_share`."""
+        import torch
+
         share = max_weight_share(self._weights, num_received=num_received)
         self._last_std = self.z * self.config.clip * share
         noise = torch.randn(

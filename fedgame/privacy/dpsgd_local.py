@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
-from scipy.optimize import brentq
 
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
@@ -24,6 +22,9 @@ from fedgame.privacy.local_common import (
 from fedgame.registry import register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
+
+if TYPE_CHECKING:
+    import torch
 
 
 def step_geometry(
@@ -55,6 +56,8 @@ def paper001_epsilon(
     Solves ``C sqrt(V_k(ε) steps) = σ`` for ε (``V_k`` decreases in ε), i.e. inverts
     ``calibrate.privacy_aware_sigma`` with ``participations * local_steps = steps``.
     """
+    from scipy.optimize import brentq
+
     if steps == 0:
         return 0.0
 

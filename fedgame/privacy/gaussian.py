@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
@@ -16,6 +15,9 @@ from fedgame.privacy.calibrate import analytic_gaussian_multipliers
 from fedgame.registry import register
 from fedgame.scenario.planning import max_round_epsilon
 from fedgame.views import ClientView, Response, RoundInfo, column_of, ids_of
+
+if TYPE_CHECKING:
+    import torch
 
 Calibration = Literal["analytic", "classic"]
 #: calibrations whose bound is a tail argument proven only for ε < 1

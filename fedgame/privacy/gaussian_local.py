@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from fedgame.errors import ScenarioError
@@ -36,6 +35,9 @@ from fedgame.privacy.local_common import (
 from fedgame.registry import register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _accountant_name(config: LocalGaussian.Config) -> str:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from fedgame.privacy.accountants import check_describes, make_accountant
@@ -24,6 +23,9 @@ from fedgame.privacy.local_common import (
 from fedgame.registry import register
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
 
+if TYPE_CHECKING:
+    import torch
+
 
 def laplace_noise(
     shape: torch.Size, scale: np.ndarray, *, like: torch.Tensor, generator: torch.Generator
@@ -33,6 +35,8 @@ def laplace_noise(
     A Laplace(0, b) variable is ``b (E1 - E2)`` with E1, E2 i.i.d. Exp(1), and ``-log(1 - U)``
     is Exp(1) for U uniform on [0, 1) (finite because ``1 - U > 0``).
     """
+    import torch
+
     b = torch.as_tensor(scale, dtype=like.dtype, device=like.device)
     u = torch.rand((2, *shape), generator=generator, device=like.device, dtype=like.dtype)
     e = -torch.log1p(-u)

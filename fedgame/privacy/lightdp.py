@@ -22,11 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import networkx as nx
 import numpy as np
-import torch
 from pydantic import Field
 
 from fedgame.errors import ScenarioError
@@ -41,6 +39,9 @@ from fedgame.privacy.distributed import (
 )
 from fedgame.registry import register
 from fedgame.views import ClientView, Response, RoundInfo
+
+if TYPE_CHECKING:
+    import torch
 
 #: pairwise draws are made in chunks of at most this many numbers (memory bound)
 CHUNK = 1 << 23
@@ -85,6 +86,8 @@ def pairwise_noise(
     generator: torch.Generator,
 ) -> torch.Tensor:
     """[rows, cols] Σ of ±r_e over edges e = (lo, hi): one batched draw per chunk, scatter-add."""
+    import torch
+
     out = torch.zeros(rows, cols, dtype=like.dtype, device=like.device)
     if sigma == 0.0 or lo.size == 0:
         return out
@@ -156,6 +159,8 @@ class LightDP(PerRoundGaussian):
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
+        import networkx as nx
+
         eps, delta = self.round_budget(clients, responses)
         eps_d, delta_d = float(eps.min()), float(delta.min())
         k = len(clients)
@@ -183,6 +188,8 @@ class LightDP(PerRoundGaussian):
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
     ) -> torch.Tensor:
+        import torch
+
         assert self.design is not None
         clipped = clip_rows(updates, self.config.clip)
         k, p = updates.shape

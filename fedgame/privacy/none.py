@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from fedgame.privacy.accountants import make_accountant
 from fedgame.privacy.base import Charges, PrivacyPlan
 from fedgame.registry import register
 from fedgame.views import ClientView, Response, RoundInfo, ids_of
+
+if TYPE_CHECKING:
+    import torch
 
 
 @register("privacy", "none")

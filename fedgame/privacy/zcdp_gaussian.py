@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from fedgame.privacy.accountants import check_describes, make_accountant
@@ -15,6 +14,9 @@ from fedgame.privacy.base import Charges, PrivacyPlan, clip_rows, gaussian_noise
 from fedgame.privacy.calibrate import zcdp_to_epsilon
 from fedgame.registry import register
 from fedgame.views import ClientView, Response, RoundInfo, column_of, ids_of
+
+if TYPE_CHECKING:
+    import torch
 
 
 @register("privacy", "zcdp_gaussian")

@@ -21,7 +21,7 @@ from fedgame.data.datasets import Dataset
 from fedgame.data.quality import emd_to_population, label_counts
 from fedgame.errors import ScenarioError
 from fedgame.learning.batched import BatchedLearner
-from fedgame.learning.batched import resolve_device as learner_device
+from fedgame.learning.device import device_name
 from fedgame.learning.models import init_parameters
 from fedgame.scenario import behaviours
 from fedgame.scenario.schema import Scenario
@@ -68,10 +68,9 @@ def _key_prefix(prefix: str) -> Iterator[None]:
 
 
 def resolve_device(name: str) -> torch.device:
-    """``auto`` -> CUDA when available, else CPU; ``cuda`` without a GPU is a scenario error."""
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ScenarioError("training.device", name, "CUDA is not available here; use auto or cpu")
-    return learner_device(name)
+    """``auto`` -> CUDA when available, else CPU; ``cuda`` without a GPU is a scenario error
+    (:func:`fedgame.learning.device.device_name`, the check ``preflight`` makes)."""
+    return torch.device(device_name(name))
 
 
 def build_components(scenario: Scenario) -> dict[str, Any]:

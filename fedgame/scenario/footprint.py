@@ -3,9 +3,10 @@
 The estimate is a sum of terms, each tied to the scenario key that drives it, so a refusal can
 name the key to change. Sizes come from the plug-ins without loading or allocating anything:
 the dataset's :class:`~fedgame.data.datasets.DataFootprint` (a ``SizedDataset`` reads only
-file headers), the model skeleton the plug-in builds on torch's ``meta`` device (parameter
-count; activation widths from its layers, :func:`layer_widths`), the topology's
-``expected_edges``. The constants below were measured on the CPU
+file headers), the model's :class:`~fedgame.learning.model_size.ModelSize` (a ``SizedModel``
+states it from its architecture without torch; any other model plug-in builds its skeleton on
+torch's ``meta`` device: parameter count, activation widths from :func:`layer_widths`), the
+topology's ``expected_edges``. The constants below were measured on the CPU
 build; ``python bench/memory_estimate.py`` prints the estimate beside the peak memory of real
 runs (the quickstart: 524 MiB estimated, 499 MiB measured):
 
@@ -34,6 +35,7 @@ from fedgame import registry
 from fedgame.agents.table import CLIENT_COLUMNS
 from fedgame.data.datasets import DataFootprint, SizedDataset
 from fedgame.errors import ScenarioError
+from fedgame.learning.model_size import ModelSize, SizedModel
 from fedgame.network.topology import BYTES_PER_EDGE
 from fedgame.scenario.schema import Scenario
 
@@ -58,15 +60,6 @@ class Term:
     value: Any
     bytes: int
     hint: str = ""
-
-
-@dataclass(frozen=True)
-class ModelSize:
-    """Parameter count and per-sample activation sizes of a model skeleton."""
-
-    num_params: int
-    activations: int  # sum over layers of one sample's activation elements
-    widest: int  # largest single layer output for one sample
 
 
 @dataclass(frozen=True)
@@ -221,6 +214,8 @@ def _model_size(
     kind: str, config_json: str, input_shape: tuple[int, ...], num_classes: int
 ) -> ModelSize | None:
     plugin = registry.create("model", kind, json.loads(config_json))
+    if isinstance(plugin, SizedModel):
+        return plugin.size(input_shape=input_shape, num_classes=num_classes)
     build = getattr(plugin, "build", None)
     if build is None:
         return None

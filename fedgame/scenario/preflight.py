@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedgame.errors import ScenarioError
+from fedgame.learning.device import device_name
 from fedgame.scenario.footprint import Footprint, estimate, human_bytes
 from fedgame.scenario.schema import Scenario
 
@@ -55,21 +56,19 @@ def preflight(
     file: str | None = None,
 ) -> Preflight:
     """Run the checks above (output location only when ``out`` is given)."""
-    from fedgame.scenario.build import resolve_device
-
     try:
-        device = resolve_device(scenario.training.device)
+        device = device_name(scenario.training.device)
         footprint = estimate(scenario)
         limit, source = memory_limit()
         check_memory(footprint, limit=limit, source=source, concurrent=concurrent)
         check_partition(scenario, footprint)
-        if device.type == "cuda":
+        if device == "cuda":
             check_gpu_memory(footprint, device)
         if out is not None:
             check_output(Path(out) / scenario.name, key=out_key, value=str(out))
     except ScenarioError as err:
         raise (err.with_file(file) if file else err) from None
-    return Preflight(footprint, limit, source, str(device))
+    return Preflight(footprint, limit, source, device)
 
 
 def check_partition(scenario: Scenario, footprint: Footprint) -> None:
@@ -112,11 +111,11 @@ def check_concurrency(per_run: int, *, concurrent: int, limit: int, source: str)
         )
 
 
-def check_gpu_memory(footprint: Footprint, device: object) -> None:
+def check_gpu_memory(footprint: Footprint, device: str) -> None:
     """The learner's terms against the GPU's free memory."""
     import torch
 
-    free, _ = torch.cuda.mem_get_info(device)  # type: ignore[arg-type]
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
     on_gpu = sum(t.bytes for t in footprint.terms if t.what in ON_DEVICE)
     if on_gpu > free:
         raise ScenarioError(

@@ -52,6 +52,18 @@ def _prepare(root: Path, tag: str, only: tuple[str, ...] | None = None) -> dict[
     return cases
 
 
+#: runs ``argv[2:]`` and writes its peak RSS (bytes) to ``argv[1]``: a process started from
+#: pytest's reports pytest's own RSS as its peak (fork/vfork then exec keeps the old high-water
+#: mark), so the command is started from this small launcher instead
+_LAUNCHER = """
+import resource, subprocess, sys
+code = subprocess.run(sys.argv[2:]).returncode
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+open(sys.argv[1], "w").write(str(peak))
+sys.exit(code)
+"""
+
+
 def _end_to_end(cases: dict[str, dict]) -> dict[str, subprocess.Popen]:
     procs = {}
     for case_id in END_TO_END:
@@ -60,7 +72,8 @@ def _end_to_end(cases: dict[str, dict]) -> dict[str, subprocess.Popen]:
         for name in case["unset"]:
             env.pop(name, None)
         procs[case_id] = subprocess.Popen(
-            [sys.executable, "-m", "fedgame", *case["argv"]],
+            [sys.executable, "-c", _LAUNCHER, _rss_file(case), sys.executable, "-m", "fedgame"]
+            + case["argv"],
             cwd=case["cwd"],
             env=env,
             stdin=subprocess.DEVNULL,
@@ -68,6 +81,10 @@ def _end_to_end(cases: dict[str, dict]) -> dict[str, subprocess.Popen]:
             stderr=subprocess.PIPE,
         )
     return procs
+
+
+def _rss_file(case: dict) -> str:
+    return str(Path(case["cwd"]).parent / f"{case['id']}.rss")
 
 
 def _wait(proc: subprocess.Popen, timeout: float) -> tuple[int, str, str, int]:
@@ -118,7 +135,8 @@ def outcomes(tmp_path_factory):
         result["stderr"] = (logs / f"{case_id}.err").read_text(errors="replace")
         result["written"] = sorted(_tree(Path(case["cwd"])) - case["before"])
     finished = {case_id: _wait(proc, 300) for case_id, proc in e2e.items()}
-    for case_id, (code, out, err, rss) in finished.items():
+    for case_id, (code, out, err, _) in finished.items():
+        rss = int(Path(_rss_file(e2e_cases[case_id])).read_text())
         written = sorted(_tree(Path(e2e_cases[case_id]["cwd"])) - e2e_cases[case_id]["before"])
         results[f"e2e:{case_id}"] = {
             "code": code, "stdout": out, "stderr": err, "rss": rss, "written": written,

@@ -5,18 +5,19 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
 
 from fedgame import registry
 from fedgame.errors import FedGameError, ScenarioError
 from fedgame.mechanisms.base import WeightedSumAggregator
-from fedgame.privacy.secure import decode_fixed, encode_fixed, masked_uploads, unmask_sum
 from fedgame.registry import register
 from fedgame.views import ClientView
+
+if TYPE_CHECKING:
+    import torch
 
 
 @register("aggregation", "secure")
@@ -93,6 +94,10 @@ class SecureAggregation:
         dropped: Sequence[ClientView] = (),
         rng: np.random.Generator | None = None,
     ) -> torch.Tensor | None:
+        import torch
+
+        from fedgame.privacy.secure import decode_fixed, encode_fixed, masked_uploads, unmask_sum
+
         if rng is None:
             raise FedGameError("secure aggregation needs the round's masks rng")
         bits, scale = self.config.bits, self.config.scale

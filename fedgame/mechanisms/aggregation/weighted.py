@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from fedgame.registry import register
 from fedgame.views import ClientView, column_of
+
+if TYPE_CHECKING:
+    import torch
 
 
 class WeightedSum:
@@ -28,6 +31,8 @@ class WeightedSum:
         dropped: Sequence[ClientView] = (),
         rng: np.random.Generator | None = None,
     ) -> torch.Tensor | None:
+        import torch
+
         if updates.shape[0] == 0:
             return torch.zeros(updates.shape[1], dtype=updates.dtype, device=updates.device)
         w = torch.as_tensor(self.weights(clients), dtype=updates.dtype, device=updates.device)

@@ -15,15 +15,17 @@ its partners' uploads when its own upload goes missing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import networkx as nx
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.views import ClientView, RoundInfo, column_of
+
+if TYPE_CHECKING:
+    pass
 
 #: a probability in [0, 1] (validated; bad values name the key)
 Prob = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -75,6 +77,8 @@ def poisson_binomial(probs: Sequence[float] | np.ndarray) -> np.ndarray:
 
 def neighbourhood(graph: Any, centre: int, radius: int) -> list[int]:
     """Clients within ``radius`` hops of ``centre`` (the centre included)."""
+    import networkx as nx
+
     if graph is None or radius == 0:
         return [centre]
     return sorted(nx.single_source_shortest_path_length(graph, centre, cutoff=radius))

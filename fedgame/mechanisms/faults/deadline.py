@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import NonNegativeFloat, PositiveFloat, PositiveInt
-from scipy.stats import norm
 
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.common import (
@@ -22,7 +22,14 @@ from fedgame.registry import register
 from fedgame.views import ClientView, RoundInfo, column_of
 
 _Z = np.linspace(-9.0, 9.0, 6001)
-_PHI = norm.pdf(_Z) * (_Z[1] - _Z[0])
+
+
+@functools.cache
+def _phi_weights() -> np.ndarray:
+    """Standard normal density on the grid ``_Z`` times its spacing (quadrature weights)."""
+    from scipy.stats import norm
+
+    return norm.pdf(_Z) * (_Z[1] - _Z[0])
 
 
 def deadline_miss_probability(
@@ -39,10 +46,12 @@ def deadline_miss_probability(
             return 1.0
         return 0.0 if lam == 0.0 else math.exp(-(d - a) / lam)
     if lam == 0.0:
+        from scipy.stats import norm
+
         return float(norm.sf(math.log(d / a) / s))
     slack = d - a * np.exp(s * _Z)
     tail = np.where(slack <= 0, 1.0, np.exp(-np.clip(slack, 0, None) / lam))
-    return float(np.sum(tail * _PHI))
+    return float(np.sum(tail * _phi_weights()))
 
 
 @register("faults", "deadline")

@@ -34,7 +34,6 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat
 
 from fedgame.errors import ScenarioError
 from fedgame.game import bcs
-from fedgame.mechanisms.selection.probe import learner_of, local_step_losses
 from fedgame.privacy.calibrate import dpfl_bcs_gaussian_sigma, laplace_scale
 from fedgame.registry import register
 from fedgame.views import ClientView, RoundInfo, Selection, SetupContext
@@ -151,6 +150,8 @@ class BcsSelection:
         return bcs.noise_factor(mechanism=mech, epsilons=eps, samples=sizes, deltas=delta)
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
+        from fedgame.mechanisms.selection.probe import learner_of
+
         views = ctx.clients
         self.n, self.rounds = ctx.num_clients, ctx.rounds
         self.t0 = self.stage1_rounds(self.config, ctx.rounds)
@@ -178,6 +179,8 @@ class BcsSelection:
 
     def _loss_reports(self, ids: list[int], info: RoundInfo, rng: np.random.Generator) -> None:
         """Stage-1 noisy losses of the selected clients (paper 000 §1.5, Alg. 1 line 18-19)."""
+        from fedgame.mechanisms.selection.probe import local_step_losses
+
         cfg = self.config
         seed = int(rng.integers(2**31))
         before, after = local_step_losses(

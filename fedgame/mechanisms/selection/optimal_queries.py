@@ -29,17 +29,10 @@ import warnings
 from typing import Any, Literal
 
 import numpy as np
-import torch
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.game import queries
-from fedgame.mechanisms.selection.probe import (
-    client_gradients,
-    client_losses,
-    learner_of,
-    sample_grad_sq,
-)
 from fedgame.mechanisms.selection.round_robin import RoundRobin
 from fedgame.registry import register
 from fedgame.views import SetupContext
@@ -49,6 +42,10 @@ GIVEN = ("smoothness", "strong_convexity", "grad_bound_sq", "noniid", "initial_d
 
 def estimate_constants(learner: Any, sizes: np.ndarray, *, steps: int, lr: float) -> dict:
     """Paper 002's constants (lambda, mu, G^2, Gamma, Y0) by local solves and probes."""
+    import torch
+
+    from fedgame.mechanisms.selection.probe import client_gradients, client_losses, sample_grad_sq
+
     n = sizes.size
     ids = list(range(n))
     w = sizes / sizes.sum()
@@ -138,6 +135,8 @@ class OptimalQueries(RoundRobin):
                 )
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
+        from fedgame.mechanisms.selection.probe import learner_of
+
         super().prepare(ctx, rng=rng)
         cfg = self.config
         n = ctx.num_clients

@@ -21,7 +21,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
-from fedgame.mechanisms.selection.probe import client_losses, learner_of
 from fedgame.registry import register
 from fedgame.views import ClientView, RoundInfo, Selection, SetupContext
 
@@ -67,6 +66,8 @@ class PowerOfChoice:
         return min(self.k / num_clients, 1.0)
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
+        from fedgame.mechanisms.selection.probe import learner_of
+
         sizes = np.array([max(c.dataset_size, 1) for c in ctx.clients], dtype=float)
         pu = sizes / sizes.sum()
         self.caps = np.ceil(self.config.cap_factor * self.k * ctx.rounds * pu).astype(int)
@@ -75,6 +76,8 @@ class PowerOfChoice:
     def select(
         self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
     ) -> Selection:
+        from fedgame.mechanisms.selection.probe import client_losses
+
         pool = [c for c in candidates if c.participations < self.caps[c.client_id]]
         if not pool:
             return Selection(())

@@ -14,7 +14,6 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from pydantic import BaseModel, ConfigDict, Field
 
 from fedgame.privacy.accountants.base import AccountantBase, occurrence_rank
@@ -25,6 +24,8 @@ from fedgame.registry import register
 @lru_cache(maxsize=512)
 def event_pld(noise: str, z: float, q: float, steps: int, interval: float) -> Any:
     """PLD of one release (``steps`` compositions of one step); None when it costs nothing."""
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
     if steps == 0 or (noise == "subsampled_gaussian" and q == 0.0):
         return None
     if z == 0.0:

@@ -16,7 +16,6 @@ from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
-from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fedgame.privacy.accountants.base import StateAccountant
@@ -46,6 +45,8 @@ def event_rdp(
     noise: str, noise_multiplier: float, sample_rate: float, orders: tuple[float, ...]
 ) -> np.ndarray:
     """RDP curve of one step of a release (its DpEvent with ``steps=1``), read-only."""
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+
     if noise_multiplier == 0.0:
         out = np.full(len(orders), np.inf)
     else:
@@ -55,6 +56,18 @@ def event_rdp(
         out = np.asarray(accountant.rdp, dtype=float)
     out.setflags(write=False)
     return out
+
+
+#: ``dp_accounting.rdp.DEFAULT_RDP_ORDERS``, written out so that an accountant can be built (and a
+#: scenario validated) without importing dp_accounting; a test checks the two lists agree
+DEFAULT_ORDERS: tuple[float, ...] = (
+    *(1 + x / 10.0 for x in range(1, 100)),
+    *range(11, 64),
+    128,
+    256,
+    512,
+    1024,
+)
 
 
 def rdp_to_epsilon(orders: np.ndarray, rdp: np.ndarray, delta: np.ndarray | float) -> np.ndarray:
@@ -104,7 +117,7 @@ class RdpAccountant(StateAccountant):
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or self.Config()
-        chosen = rdp_lib.DEFAULT_RDP_ORDERS if self.config.orders is None else self.config.orders
+        chosen = DEFAULT_ORDERS if self.config.orders is None else self.config.orders
         self.orders = np.array(chosen, dtype=float)
         self._key = tuple(self.orders.tolist())
         self.width = self.orders.size

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from fedgame.errors import ScenarioError
 from fedgame.privacy.accountants import check_describes, make_accountant
-from fedgame.privacy.accountants.rdp import rdp_to_epsilon
+from fedgame.privacy.accountants.rdp import DEFAULT_ORDERS, rdp_to_epsilon
 from fedgame.privacy.base import Charge, Charges
 from fedgame.privacy.calibrate import analytic_gaussian_epsilon
 
@@ -109,3 +109,8 @@ def test_an_accountant_that_cannot_describe_a_release_is_refused_naming_who_can(
     assert err.value.key == "privacy.accountant"
     with pytest.raises(ScenarioError, match="allowed accountant kinds"):
         check_describes("moments", "gaussian")
+
+
+def test_default_orders_are_dp_accountings() -> None:
+    assert list(DEFAULT_ORDERS) == list(rdp_lib.DEFAULT_RDP_ORDERS)
+    assert make_accountant("rdp").orders.tolist() == list(rdp_lib.DEFAULT_RDP_ORDERS)

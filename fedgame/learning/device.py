@@ -1,0 +1,51 @@
+"""Which device a run trains on, decided without importing torch where the answer is certain.
+
+``training.device`` is ``auto``, ``cpu`` or ``cuda``. ``auto`` means CUDA when torch can use a
+GPU, else the CPU; ``cuda`` without a usable GPU is a scenario error. Asking torch
+(``torch.cuda.is_available()``) costs its import, seconds that ``fedgame validate`` should not
+pay on a machine without a GPU. A GPU torch can use needs a driver device node: on Linux, when
+none of :data:`GPU_DEVICE_NODES` exists (NVIDIA, NVIDIA Tegra, WSL's GPU bridge, AMD ROCm), no
+GPU is usable and torch is not imported; elsewhere, and whenever one exists, torch decides.
+"""
+
+from __future__ import annotations
+
+import glob
+import sys
+
+from fedgame.errors import ScenarioError
+
+#: paths of which at least one exists when a GPU driver torch could use is loaded (Linux)
+GPU_DEVICE_NODES = (
+    "/dev/nvidia*",
+    "/dev/nvhost-*",
+    "/dev/dxg",
+    "/dev/kfd",
+    "/proc/driver/nvidia",
+)
+
+
+def no_gpu_driver() -> bool:
+    """True when this machine certainly has no GPU torch could use (Linux, no driver node)."""
+    return sys.platform.startswith("linux") and not any(
+        glob.glob(pattern) for pattern in GPU_DEVICE_NODES
+    )
+
+
+def cuda_available() -> bool:
+    """``torch.cuda.is_available()``, without importing torch when there is no GPU driver."""
+    if no_gpu_driver():
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def device_name(name: str) -> str:
+    """``"auto"`` -> ``"cuda"`` when available, else ``"cpu"``; ``"cuda"`` without a GPU is a
+    ``ScenarioError`` on ``training.device``; any other name is returned as it is."""
+    if name == "cuda" and not cuda_available():
+        raise ScenarioError("training.device", name, "CUDA is not available here; use auto or cpu")
+    if name == "auto":
+        return "cuda" if cuda_available() else "cpu"
+    return name
