@@ -21,7 +21,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 from fedgame.errors import ScenarioError
 from fedgame.game.equilibrium import FollowerUtility, solve_followers, solve_leader
 from fedgame.game.stackelberg import server_cost
-from fedgame.mechanisms.incentive.game import GameConfig, GameIncentive
+from fedgame.mechanisms.incentive.game import GameConfig, GameIncentive, LeaderProblem
 from fedgame.registry import register
 
 
@@ -68,7 +68,8 @@ class NumericStackelberg(GameIncentive):
             warm_start=c.warm_start,
         )
 
-    def choose_reward(self, nu: np.ndarray, sizes: np.ndarray, *, t: int) -> float:
+    def choose_reward(self, problem: LeaderProblem, *, t: int) -> float:
+        nu, sizes = problem.nu, problem.sizes
         params = self.params()
         t = min(t, params.rounds)
 
