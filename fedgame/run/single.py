@@ -155,6 +155,7 @@ def _result(
         },
         "versions": store.versions(),
         "git_sha": store.git_sha(),
+        "git_dirty": store.git_dirty(),
         "final_test_accuracy": final,
         "warnings": model.monitor.log.warnings(),
         "degenerate_rounds": model.monitor.log.rounds,
