@@ -90,7 +90,7 @@ def test_full_delivery_without_caps_is_theorem1(nu, reward):
 
 def view(i, nu, *, eps_total=100.0, straggle=0.0, reachable=True):
     return ClientView(
-        i, 100, straggle, nu, eps_total, 1e-5, 0.0, 1.0, 1e-5, 0.0, False, reachable=reachable
+        i, 100, 0.0, nu, eps_total, 1e-5, 0.0, 1.0, 1e-5, straggle, False, reachable=reachable
     )
 
 
