@@ -98,19 +98,41 @@ class GameConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    phi: PositiveFloat = 1.0
-    gamma: float = Field(0.5, gt=0, lt=1)
-    discount: float = Field(0.9429, gt=0, le=1)
-    beta: PositiveFloat = 1.0
-    lam: PositiveFloat = 1.0
-    clip: PositiveFloat = 1.0
-    dim: PositiveInt | None = None
-    grad_bound: float = Field(0.0, ge=0)
-    budgets: Literal["ignore", "exclude", "cap"] = "ignore"
-    min_rho: PositiveFloat = 1e-6
-    delivery: Literal["ignore", "expected"] = "ignore"
-    active_set: Literal["feasible", "optimal"] = "feasible"
-    reward_cap: PositiveFloat | None = None
+    phi: PositiveFloat = Field(
+        1.0, description="privacy-cost weight phi_1 > 0 (utility units per unit zCDP rho)"
+    )
+    gamma: float = Field(
+        0.5, gt=0, lt=1, description="weight gamma in (0, 1) of accuracy loss vs payments (Eq. 15)"
+    )
+    discount: float = Field(
+        0.9429, gt=0, le=1, description="discount factor pi in (0, 1] (Table I: 0.9429 MNIST)"
+    )
+    beta: PositiveFloat = Field(1.0, description="smoothness beta > 0 (Assumption 1)")
+    lam: PositiveFloat = Field(
+        1.0, description="strong convexity lambda > 0 (Assumption 2); sets the noise level via R*"
+    )
+    clip: PositiveFloat = Field(1.0, description="clipping bound C > 0 in the server cost")
+    dim: PositiveInt | None = Field(
+        None, description="noised coordinates d (default: the model's parameter count)"
+    )
+    grad_bound: float = Field(0.0, ge=0, description="gradient bound V >= 0 (constant cost term)")
+    budgets: Literal["ignore", "exclude", "cap"] = Field(
+        "ignore",
+        description="remaining budgets: ignore (paper), exclude those below min_rho, or cap",
+    )
+    min_rho: PositiveFloat = Field(
+        1e-6, description="zCDP budget left below which a client is no player (budgets != ignore)"
+    )
+    delivery: Literal["ignore", "expected"] = Field(
+        "ignore", description="server cost: ignore stragglers (paper) or expected over delivery"
+    )
+    active_set: Literal["feasible", "optimal"] = Field(
+        "feasible",
+        description="admit Theorem 1's feasible set (paper) or the cost-minimising set",
+    )
+    reward_cap: PositiveFloat | None = Field(
+        None, description="largest reward R_t offered per round (none: uncapped)"
+    )
 
 
 @dataclass(frozen=True)

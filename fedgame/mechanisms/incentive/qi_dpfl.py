@@ -44,7 +44,7 @@ class MaxReward(GameIncentive):
     """Paper 003's Max baseline: R_t = ``high``·R_t* every round (R_max of Eq. 33, ours)."""
 
     class Config(GameConfig):
-        high: PositiveFloat = 3.0
+        high: PositiveFloat = Field(3.0, description="R_max as a multiple of R_t* (> 0)")
 
     config: Config
 
@@ -57,8 +57,8 @@ class RandomReward(GameIncentive):
     """Paper 003's Random baseline: R_t ~ U[``low``·R_t*, ``high``·R_t*] (range ours)."""
 
     class Config(GameConfig):
-        low: PositiveFloat = 0.5
-        high: PositiveFloat = 3.0
+        low: PositiveFloat = Field(0.5, description="lowest reward as a multiple of R_t* (<= high)")
+        high: PositiveFloat = Field(3.0, description="highest reward as a multiple of R_t* (> 0)")
 
         @model_validator(mode="after")
         def _ordered(self) -> Any:
@@ -80,7 +80,7 @@ class FixedReward(GameIncentive):
     """A constant total reward R every round (feasibility removal and shares as the others)."""
 
     class Config(GameConfig):
-        reward: float = Field(1.0, gt=0)
+        reward: float = Field(1.0, gt=0, description="total reward R paid per round (> 0)")
 
     config: Config
 

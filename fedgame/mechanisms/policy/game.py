@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PositiveFloat
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from fedgame.game.contest import contest_equilibrium
 from fedgame.game.equilibrium import FollowerUtility
@@ -165,7 +165,9 @@ class BudgetAware(_PerRound):
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        min_rho: PositiveFloat = 1e-6
+        min_rho: PositiveFloat = Field(
+            1e-6, description="zCDP budget left below which the client leaves the game (> 0)"
+        )
 
     def __init__(self, config: Config) -> None:
         super().__init__()
@@ -203,7 +205,7 @@ class FixedRho:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        rho: PositiveFloat = 0.1
+        rho: PositiveFloat = Field(0.1, description="zCDP budget rho played every round (> 0)")
 
     def __init__(self, config: Config) -> None:
         self.rho = config.rho

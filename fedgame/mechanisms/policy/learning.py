@@ -76,12 +76,22 @@ class Learning:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        rule: Literal["log_gradient", "hedge"] = "log_gradient"
-        eta: float = Field(0.5, gt=0, le=2)
-        decay: float = Field(0.6, ge=0, le=1)
-        init: PositiveFloat = 0.5
-        grid: PositiveInt = Field(64, ge=2, le=1024)
-        rho_min: PositiveFloat = 1e-12
+        rule: Literal["log_gradient", "hedge"] = Field(
+            "log_gradient", description="learning rule: log_gradient step or hedge over a grid"
+        )
+        eta: float = Field(
+            0.5, gt=0, le=2, description="step (log_gradient) or rate scale (hedge), in (0, 2]"
+        )
+        decay: float = Field(
+            0.6, ge=0, le=1, description="kappa in [0, 1] of the step eta*t^-kappa (0: constant)"
+        )
+        init: PositiveFloat = Field(
+            0.5, description="first budget as a multiple of the homogeneous equilibrium share"
+        )
+        grid: PositiveInt = Field(
+            64, ge=2, le=1024, description="number of hedge budgets on the log grid, 2-1024"
+        )
+        rho_min: PositiveFloat = Field(1e-12, description="smallest zCDP budget played (> 0)")
 
     def __init__(self, config: Config) -> None:
         self.config = config
