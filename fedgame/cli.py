@@ -4,7 +4,10 @@ Bad input (a scenario, a ``--set``, a command-line option) prints one line namin
 key, value and what is allowed, and exits with code 2 before anything is written. ``run``
 and ``sweep`` make every check ``validate`` makes (:mod:`fedgame.scenario.preflight`) before
 the first round. Ctrl-C (SIGINT) and SIGTERM stop a run or a sweep with its finished rounds
-written, one line on stderr and exit code 130 or 143 (128 + the signal number).
+written, one line on stderr and exit code 130 or 143 (128 + the signal number). A run with
+degenerate rounds ends with one ``fedgame: warning: degenerate play ...`` line on stderr (also
+under ``--quiet``); one that the scenario stops on degeneracy (``game.stop_on_degenerate``)
+exits with code 4.
 
 ``--help``, ``validate``, ``list`` and ``explain`` import no torch, scipy, pandas or Mesa (the
 plug-in modules import those where they compute), so they answer in well under a second.
@@ -26,6 +29,7 @@ from fedgame.errors import FedGameError, Interrupted, ScenarioError
 
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
+EXIT_DEGENERATE = 4
 
 
 class _Parser(argparse.ArgumentParser):
@@ -187,6 +191,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         return stop.exit_code
     except ScenarioError as err:
         raise err.with_file(args.file) from None
+    warned = result.manifest.get("warnings") or {}
+    if warned:
+        print(f"fedgame: warning: {_degenerate_line(result.manifest)}", file=sys.stderr)
+    if result.manifest["status"] == "degenerate":
+        print(
+            f"fedgame: run stopped on degenerate play ({result.manifest['message']}); kept "
+            f"{result.manifest['rounds_completed']} rounds in {result.run_dir}",
+            file=sys.stderr,
+        )
+        return EXIT_DEGENERATE
     if result.manifest["status"] == "diverged":
         print(
             f"fedgame: run stopped: {result.manifest['message']}; kept "
@@ -202,6 +216,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         print(f"results: {result.run_dir}")
     return 0
+
+
+def _degenerate_line(manifest: dict) -> str:
+    """``degenerate play in 6 of 30 rounds: lone_player from round 25, ... (manifest warnings)``."""
+    warned = manifest["warnings"]
+    kinds = ", ".join(f"{k} from round {v['first_round']}" for k, v in warned.items())
+    return (
+        f"degenerate play in {manifest['degenerate_rounds']} of {manifest['rounds_completed']} "
+        f"rounds: {kinds} (see 'warnings' in manifest.json)"
+    )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

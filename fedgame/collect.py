@@ -40,6 +40,8 @@ ROUND_COLUMNS = (
     "reward_total",
     "withdrawn_budget",
     "aggregation_failed",
+    "degenerate",
+    "degenerate_reason",
     "lr",
     "wall_time_s",
 )
@@ -80,6 +82,8 @@ def round_summary(m: FedGameModel) -> dict[str, Any]:
         "reward_total": float(sum(m.payments.values())),
         "withdrawn_budget": m.state.withdrawn_budget,
         "aggregation_failed": m.state.aggregation_failed,
+        "degenerate": bool(m.monitor.kinds),
+        "degenerate_reason": m.monitor.degenerate_reason,
         "lr": m.scenario.training.lr_at(max(m.state.info.round - 1, 0)),
         "wall_time_s": m.round_wall_time,
     }

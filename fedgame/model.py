@@ -24,6 +24,7 @@ from fedgame.agents.server import ServerAgent
 from fedgame.agents.table import ClientTable
 from fedgame.collect import ClientTableCollector, declared_columns, round_summary
 from fedgame.errors import DivergenceError
+from fedgame.game.monitor import OffersContest, RoundMonitor
 from fedgame.learning.batched import LocalResult
 from fedgame.mechanisms.base import (
     FaultDraw,
@@ -44,12 +45,14 @@ from fedgame.scenario.coerce import ScenarioLike, scenario_from
 from fedgame.scenario.schema import Scenario
 from fedgame.seeding import SeedPlan
 from fedgame.views import (
+    ClientValues,
     ClientViews,
     MarketView,
     Offer,
     Response,
     Responses,
     RoundInfo,
+    RoundRecord,
     Selection,
     SetupContext,
     ids_of,
@@ -134,7 +137,14 @@ class FedGameModel(mesa.Model):
             selection=comps["selection"],
             aggregation=comps["aggregation"],
         )
+        self.monitor = RoundMonitor(
+            resolved.game,
+            contest=isinstance(comps["incentive"], OffersContest),
+            clip=_clip_of(resolved.config("privacy")),
+        )
         reporting = [c for c in comps.values() if isinstance(c, ReportsRounds | ReportsClients)]
+        reporting.append(self.monitor)
+        self.previous: RoundRecord | None = None  # what everyone saw of the last round
         round_extra, client_extra = declared_columns(reporting)
         self.table = ClientTable(self.world.population, extra_columns=client_extra)
         self.clients: list[ClientAgent] = [None] * len(self.table)  # type: ignore[list-item]
@@ -241,7 +251,7 @@ class FedGameModel(mesa.Model):
 
     def phase_offer(self) -> None:
         """2. The leader announces its reward / plan."""
-        market = MarketView(self._views(), self.state.info)
+        market = self._market()
         self.state.offer = self.server.offer(market, self.state.info)
 
     def phase_respond(self) -> None:
@@ -252,7 +262,7 @@ class FedGameModel(mesa.Model):
         answers in batch, else one agent at a time.
         """
         table, offer = self.table, self.state.offer
-        market = MarketView(self._views(), self.state.info)
+        market = self._market()
         eligible = table.link_up.copy()
         if offer.excluded:
             excluded = np.fromiter(offer.excluded, np.int64, len(offer.excluded))
@@ -411,23 +421,43 @@ class FedGameModel(mesa.Model):
         self.table.settle(self.payments)
 
     def phase_collect(self) -> None:
-        """10. One row for the round, one per client (plug-ins add their declared columns)."""
+        """10. One row for the round, one per client (plug-ins add their declared columns).
+
+        First the round check (game diagnostics, degeneracy: ``self.monitor``); a degenerate
+        round ends the run when the scenario says ``game.stop_on_degenerate``.
+        """
+        self.monitor.check(self)
         for comp in self._reporters:
             if isinstance(comp, ReportsRounds):
                 self.extra.update(comp.round_metrics())
             if isinstance(comp, ReportsClients):
                 for name, values in comp.client_metrics().items():
-                    if values:
+                    if isinstance(values, ClientValues):
+                        self.table.extra[name][values.ids] = values.array
+                    elif values:
                         column = self.table.extra[name]
                         ids = np.fromiter(values.keys(), np.int64, len(values))
                         column[ids] = np.fromiter(values.values(), float, len(values))
         self.round_wall_time = time.perf_counter() - self.state.started
         self.summary = round_summary(self)
         self.datacollector.collect(self)
+        self.previous = RoundRecord(
+            self.state.info.round,
+            float(self.state.offer.reward),
+            self.table.responses(self.table.client_id),
+            self.state.selected[self.state.uploaded],
+        )
+        if self.monitor.stop_requested:
+            self.running = False
 
     def _views(self) -> ClientViews:
         views = self.state.views
         return views if views is not None else self.table.views()
+
+    def _market(self) -> MarketView:
+        return MarketView(
+            self._views(), self.state.info, game=self.scenario.game, previous=self.previous
+        )
 
     # ------------------------------------------------------------------ summaries
     @property
@@ -438,6 +468,11 @@ class FedGameModel(mesa.Model):
     @property
     def epsilon_spent(self) -> np.ndarray:
         return self.table.epsilon_spent.copy()
+
+
+def _clip_of(config: Any) -> float:
+    """The privacy mechanism's clipping bound C (its ``clip`` setting; 1 when it has none)."""
+    return float(dict(config).get("clip", 1.0) or 1.0)
 
 
 def _training_hooks(plan: PrivacyPlan) -> dict[str, Any]:

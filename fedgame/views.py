@@ -16,6 +16,7 @@ from typing import Any, overload
 import numpy as np
 
 from fedgame.agents.schema import VIEW_FIELDS, ClientView
+from fedgame.game.rules import GameRules
 
 
 class ClientViews(Sequence[ClientView]):
@@ -115,11 +116,29 @@ class RoundInfo:
 
 
 @dataclass(frozen=True)
+class RoundRecord:
+    """What everyone observed of a finished round: the reward offered, every client's
+    response (``responses``, all clients; those not asked decline with their reason) and the
+    ids whose update was delivered."""
+
+    round: int
+    reward: float
+    responses: Responses
+    delivered: np.ndarray
+
+
+@dataclass(frozen=True)
 class MarketView:
-    """The public state of the game at a round (what a Stackelberg leader sees)."""
+    """The public state of the game at a round (what a Stackelberg leader sees).
+
+    ``game`` holds the scenario's game rules (``game:``: complete information, cartel,
+    degeneracy thresholds); ``previous`` the record of the last round (None in round 1).
+    """
 
     clients: Sequence[ClientView]
     info: RoundInfo
+    game: GameRules = field(default_factory=GameRules)
+    previous: RoundRecord | None = None
 
     @property
     def privacy_values(self) -> np.ndarray:
@@ -240,6 +259,29 @@ def as_column(values: Any, n: int, dtype: Any, default: Any = None) -> np.ndarra
     if array.size == 1:
         return np.full(n, array.reshape(()), dtype=array.dtype)  # faster than a broadcast
     raise ValueError(f"expected {n} values or one, got shape {array.shape}")
+
+
+class ClientValues(Mapping[int, float]):
+    """``{client id: value}`` backed by two arrays (a plug-in's per-client metric column
+    without building a dict); ``ids`` and ``array`` give them directly."""
+
+    __slots__ = ("array", "ids")
+
+    def __init__(self, ids: np.ndarray, values: np.ndarray) -> None:
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.array = np.asarray(values, dtype=float)
+
+    def __getitem__(self, client_id: int) -> float:
+        hits = np.flatnonzero(self.ids == client_id)
+        if not hits.size:
+            raise KeyError(client_id)
+        return float(self.array[hits[0]])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 class UniformProbabilities(Mapping[int, float]):

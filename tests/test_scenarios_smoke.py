@@ -22,6 +22,7 @@ def test_scenario_runs_three_rounds_reproducibly(path, tmp_path):
     scenario = load_scenario(path, ["rounds=3", "training.device=cpu"])
     result = simulate(scenario, out_dir=tmp_path)
     assert result.manifest["status"] == "completed"
+    assert result.manifest["warnings"] == {}  # no degenerate play in a shipped scenario
     assert len(result.rounds) == 3
     assert result.rounds["test_accuracy"].between(0, 1).all()
     again = simulate(load_scenario(path, ["rounds=3", "training.device=cpu"]))

@@ -20,7 +20,7 @@ import yaml
 from fedgame.errors import FedGameError
 
 #: run statuses that count as finished (a resumed sweep skips them)
-FINISHED = ("completed", "diverged")
+FINISHED = ("completed", "diverged", "degenerate")
 ID_COLUMNS = ("replicate", "run_id", "status")
 
 

@@ -55,21 +55,20 @@ def follower_coefficients(nu: ArrayLike, *, phi: float) -> np.ndarray:
 def feasible_set(nu: ArrayLike) -> np.ndarray:
     """Active set of the Tullock equilibrium: mask of clients with ρ_i* > 0 (note 003 §4.1).
 
-    Removes the most expensive client while some client breaks (k-1)·ν_i < Σ_{active} ν (k the
-    active count) and re-checks on the rest. Feasible prefixes of the ν-sorted clients are
-    downward closed, so this gives the largest feasible prefix; ties at the top leave together.
-    Two clients are always feasible; N ≤ 1 gives an all-False mask (no contest).
+    The largest prefix {1..k} of the ν-sorted clients with (k-1)·ν_(k) < Σ_{j≤k} ν_(j).
+    Feasible prefixes are downward closed (if prefix k+1 is feasible so is prefix k), so k is
+    the number of prefixes that pass the test; a prefix ending inside a run of equal ν fails
+    exactly when the run's first prefix does, so ties at the top leave together. Two clients
+    are always feasible; N ≤ 1 gives an all-False mask (no contest). O(N log N).
     """
     nu = _positive_vector("nu", nu)
-    active = np.ones(nu.size, dtype=bool)
     if nu.size < 2:
         return np.zeros(nu.size, dtype=bool)
-    while True:
-        k, total = int(active.sum()), nu[active].sum()
-        breaks = active & ((k - 1) * nu >= total)
-        if not breaks.any():
-            return active
-        active[np.flatnonzero(active)[np.argmax(nu[active])]] = False
+    ordered = np.sort(nu)
+    k = np.arange(1, nu.size + 1)
+    passes = (k - 1) * ordered < np.cumsum(ordered)
+    size = int(np.count_nonzero(passes))
+    return nu <= ordered[size - 1]
 
 
 def active_coefficients(nu: ArrayLike, *, phi: float) -> np.ndarray:

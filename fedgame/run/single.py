@@ -63,6 +63,10 @@ def simulate(
 
     When ``out_dir`` is given, results go to ``out_dir/<name>/<run-id>/``. A run whose loss
     turns non-finite stops, keeps the rounds done and is marked ``diverged`` in the manifest.
+    Degenerate rounds (:mod:`fedgame.game.degeneracy`) are listed in the manifest's
+    ``warnings`` (kind -> first round, rounds, message) and named at the end of the progress
+    bar; with ``game.stop_on_degenerate`` the run stops after the first one, keeps it and is
+    marked ``degenerate``.
     SIGINT (Ctrl-C) or SIGTERM stops it too: the finished rounds are written, the manifest
     says ``interrupted``, and :class:`~fedgame.errors.Interrupted` is raised afterwards with
     the result attached (``exc.result``). Signals that arrive while the folder is written
@@ -87,6 +91,10 @@ def simulate(
                         eps=f"{model.epsilon_spent.mean():.2f}",
                         refresh=False,
                     )
+                if model.monitor.stop_requested:
+                    status = "degenerate"
+                    message = f"stopped in round {model.steps}: {model.monitor.degenerate_reason}"
+                    break
             stop.disarm()
         except DivergenceError as exc:
             stop.disarm()
@@ -97,6 +105,8 @@ def simulate(
             status, message = "interrupted", Interrupted(signum).describe()
         finally:
             if bar is not None:
+                if model.monitor.log.rounds:
+                    bar.set_postfix_str(f"{model.monitor.log.rounds} degenerate rounds")
                 bar.close()
         result = _result(model, scenario, status, message, replicate, run_id, created, started)
         result.manifest["timings"]["setup_s"] = setup_s
@@ -147,6 +157,8 @@ def _result(
         "git_sha": store.git_sha(),
         "git_dirty": store.git_dirty(),
         "final_test_accuracy": final,
+        "warnings": model.monitor.log.warnings(),
+        "degenerate_rounds": model.monitor.log.rounds,
     }
     return RunResult(rounds, clients, manifest, None, resolved_scenario(scenario))
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from fedgame import registry
 from fedgame.errors import ScenarioError
+from fedgame.game.rules import check_rules
 
 SHARE_TOLERANCE = 1e-9
 
@@ -32,10 +33,13 @@ class BehaviourSpec:
 def resolve(scenario: Any) -> tuple[BehaviourSpec, ...]:
     """Validate ``population.behaviours``/``assign`` against ``policy`` and the plug-ins.
 
+    Also checks the ``game:`` rules against the population (a cartel needs colluders).
+
     Raises:
         ScenarioError: shares that do not sum to 1, an unknown behaviour, an ``assign`` list
             of the wrong length or with an unknown index, both ``policy`` and behaviours.
     """
+    check_rules(scenario)
     pop = scenario.population
     entries = pop.behaviours
     if not entries:

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from fedgame.agents.population import Constant, Distribution, coerce_distribution
+from fedgame.game.rules import GameRules
 from fedgame.learning.settings import TrainingSettings
 
 NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}")
@@ -146,6 +147,7 @@ class Scenario(_Strict):
     privacy: Component = _component("none")
     aggregation: Component = _component("fedavg")
     network: Network = Field(default_factory=Network)
+    game: GameRules = Field(default_factory=GameRules)
     output: Output = Field(default_factory=Output)
     sweep: Sweep = Field(default_factory=Sweep)
 

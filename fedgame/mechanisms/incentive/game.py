@@ -3,46 +3,94 @@
 The leader announces R_t; followers pick zCDP budgets ρ_i; each delivered client is paid its
 share (ρ_i / Σ_j ρ_j)·R_t, the sum running over the clients whose updates were delivered this
 round (so payments add up to R_t whenever anyone delivered). Subclasses choose R_t. The
-round's ``welfare`` is the clients' game utilities Σ(r_i - φν_iρ_i) minus the server cost.
+round's ``welfare`` is the clients' game utilities Σ(r_i − φν_iρ_i) minus the server cost.
 
-Who plays: the reachable clients the selection rule deems eligible (``eligible_ids()`` of
-the ``selection`` component when it has one, e.g. ``emd_threshold``; everyone otherwise).
-Closed-form mechanisms then remove the most expensive clients until Theorem 1's interior
-condition holds (note 003 §4.1); removed and ineligible clients are ``Offer.excluded``.
+Who plays: the reachable clients the selection rule deems eligible (a selection that declares
+:class:`EligibleSet`, e.g. ``emd_threshold``; everyone otherwise). By default (the paper) the
+leader then removes the most expensive clients until Theorem 1's interior condition holds
+(note 003 §4.1); removed and ineligible clients are ``Offer.excluded``. Options (ours) make the
+leader play the real game:
+
+* ``budgets``: ``ignore`` (paper), ``exclude`` (clients with less than ``min_rho`` of their
+  zCDP budget left are not players), ``cap`` (also anticipate that each player's budget is
+  capped by what it has left: binding budgets, a numeric optimum);
+* ``delivery``: ``ignore`` (paper) or ``expected`` (the expected server cost over independent
+  deliveries with p_i = 1 − straggle_prob_i, :mod:`fedgame.game.leader`);
+* ``active_set``: ``feasible`` (remove only whom Theorem 1 cannot place) or ``optimal`` (admit
+  the set that minimises the leader's optimal cost, :func:`fedgame.game.leader.
+  optimal_active_set`);
+* ``reward_cap``: never offer more than this per round.
+
+Whenever the followers do not play Theorem 1 (binding caps, ``game.complete_information``
+with stragglers, ``game.cartel``) or the cost is the expected one, the leader anticipates the
+followers' actual equilibrium (:func:`fedgame.game.contest.contest_equilibrium`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
-from fedgame.game.equilibrium import FollowerUtility
-from fedgame.game.stackelberg import ServerCostParams, feasible_set, server_cost
-from fedgame.views import MarketView, Offer, Response, RoundInfo, SetupContext, column_of, ids_of
+from fedgame.game.contest import contest_equilibrium
+from fedgame.game.leader import (
+    capped_reward,
+    expected_server_cost,
+    numeric_reward,
+    optimal_active_set,
+    proportional_reward,
+)
+from fedgame.game.rules import GameRules
+from fedgame.game.stackelberg import (
+    ServerCostParams,
+    accuracy_constant,
+    feasible_set,
+    optimal_reward,
+    server_cost,
+)
+from fedgame.mechanisms.policy.market import rho_left
+from fedgame.views import (
+    ClientValues,
+    MarketView,
+    Offer,
+    Response,
+    RoundInfo,
+    SetupContext,
+    column_of,
+    ids_of,
+)
 
 ROUND_COLUMNS = (
     "reward",
     "sum_rho",
+    "players",
     "server_cost_accuracy",
     "server_cost_payment",
     "server_cost",
     "payments_total",
     "welfare",
-    "nash_gap_max",
-    "nash_gap_mean",
     "removed_for_feasibility",
     "solver_converged",
     "solver_residual",
 )
-CLIENT_COLUMNS = ("rho", "payment", "privacy_cost", "game_utility", "nash_gap", "removed")
+CLIENT_COLUMNS = ("rho", "payment", "privacy_cost", "game_utility", "removed")
+
+
+@runtime_checkable
+class EligibleSet(Protocol):
+    """Capability of a selection rule: the fixed set of clients it may ever select (None when
+    it has none, e.g. a per-round rule)."""
+
+    def eligible_ids(self) -> frozenset[int] | None: ...
 
 
 class GameConfig(BaseModel):
-    """Constants of the game and of the server cost, Eq. 15 (none is given by the paper).
+    """Constants of the game and of the server cost, Eq. 15 (none is given by the paper), and
+    how much of the real game the leader plays (module doc).
 
     ``phi`` is φ_1; ``dim`` the number d of noised coordinates (default: the model's parameter
     count, read from the learner before round 1: 7850 for logreg on 28×28 images, 650 on
@@ -50,21 +98,66 @@ class GameConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    phi: PositiveFloat = 1.0
-    gamma: float = Field(0.5, gt=0, lt=1)
-    discount: float = Field(0.9429, gt=0, le=1)
-    beta: PositiveFloat = 1.0
-    lam: PositiveFloat = 1.0
-    clip: PositiveFloat = 1.0
-    dim: PositiveInt | None = None
-    grad_bound: float = Field(0.0, ge=0)
+    phi: PositiveFloat = Field(
+        1.0, description="privacy-cost weight phi_1 > 0 (utility units per unit zCDP rho)"
+    )
+    gamma: float = Field(
+        0.5, gt=0, lt=1, description="weight gamma in (0, 1) of accuracy loss vs payments (Eq. 15)"
+    )
+    discount: float = Field(
+        0.9429, gt=0, le=1, description="discount factor pi in (0, 1] (Table I: 0.9429 MNIST)"
+    )
+    beta: PositiveFloat = Field(1.0, description="smoothness beta > 0 (Assumption 1)")
+    lam: PositiveFloat = Field(
+        1.0, description="strong convexity lambda > 0 (Assumption 2); sets the noise level via R*"
+    )
+    clip: PositiveFloat = Field(1.0, description="clipping bound C > 0 in the server cost")
+    dim: PositiveInt | None = Field(
+        None, description="noised coordinates d (default: the model's parameter count)"
+    )
+    grad_bound: float = Field(0.0, ge=0, description="gradient bound V >= 0 (constant cost term)")
+    budgets: Literal["ignore", "exclude", "cap"] = Field(
+        "ignore",
+        description="remaining budgets: ignore (paper), exclude those below min_rho, or cap",
+    )
+    min_rho: PositiveFloat = Field(
+        1e-6, description="zCDP budget left below which a client is no player (budgets != ignore)"
+    )
+    delivery: Literal["ignore", "expected"] = Field(
+        "ignore", description="server cost: ignore stragglers (paper) or expected over delivery"
+    )
+    active_set: Literal["feasible", "optimal"] = Field(
+        "feasible",
+        description="admit Theorem 1's feasible set (paper) or the cost-minimising set",
+    )
+    reward_cap: PositiveFloat | None = Field(
+        None, description="largest reward R_t offered per round (none: uncapped)"
+    )
+
+
+@dataclass(frozen=True)
+class LeaderProblem:
+    """The admitted players of a round as the leader models them (arrays over the players).
+
+    ``p`` are delivery probabilities, ``left`` remaining zCDP budgets, ``colluder`` the
+    cartel flags; ``rules`` the game's rules.
+    """
+
+    nu: np.ndarray
+    sizes: np.ndarray
+    p: np.ndarray
+    left: np.ndarray
+    colluder: np.ndarray
+    rules: GameRules
 
 
 class GameIncentive:
-    """Base leader: player set, feasibility removal, reward-share payments and diagnostics."""
+    """Base leader: player set, active set, reward-share payments and bookkeeping."""
 
     round_columns = ROUND_COLUMNS
     client_columns = CLIENT_COLUMNS
+    #: the offer is a Tullock contest with ``phi``/``quadratic``/``cap`` in its plan
+    offers_contest = True
     remove_infeasible = True
     quadratic = False
     cap = math.inf
@@ -73,23 +166,25 @@ class GameIncentive:
         self.config = config
         self.rounds = 1
         self.dim = config.dim or 7850
-        self.selection: Any = None
+        self.selection: EligibleSet | None = None
         self.rng: np.random.Generator | None = None
-        self.nu: dict[int, float] = {}
-        self.sizes: dict[int, int] = {}
-        self.removed: frozenset[int] = frozenset()
-        self.players: tuple[int, ...] = ()
+        self.nu = np.zeros(0)  # by client id, as the leader uses them this round
+        self.sizes = np.zeros(0)
+        self.removed = np.zeros(0, dtype=np.int64)
+        self.players = np.zeros(0, dtype=np.int64)
         self.solver = (1.0, 0.0)  # (converged, residual) of the round's numeric solve
         self.last_sum_rho = math.nan
+        self._active_cache: tuple[bytes, np.ndarray] | None = None
         self._round: dict[str, float] = {}
-        self._clients: dict[str, dict[int, float]] = {}
+        self._clients: dict[str, Any] = {}
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         self.rounds = ctx.rounds
         learner = ctx.components.get("learner")
         if self.config.dim is None and learner is not None:
             self.dim = int(learner.num_params)
-        self.selection = ctx.components.get("selection")
+        selection = ctx.components.get("selection")
+        self.selection = selection if isinstance(selection, EligibleSet) else None
         self.rng = rng
 
     def params(self) -> ServerCostParams:
@@ -105,89 +200,165 @@ class GameIncentive:
             grad_bound=c.grad_bound,
         )
 
-    def choose_reward(self, nu: np.ndarray, sizes: np.ndarray, *, t: int) -> float:
-        """R_t for the active players (ν, |D|); subclasses implement it."""
+    # ------------------------------------------------------------------ the leader's move
+    def privacy_values(self, market: MarketView) -> np.ndarray:
+        """ν of every market client as the leader knows it (public ν: the true values)."""
+        return column_of(market.clients, "privacy_value")
+
+    def choose_reward(self, problem: LeaderProblem, *, t: int) -> float:
+        """R_t for the admitted players; subclasses implement it."""
         raise NotImplementedError
 
     def offer(self, market: MarketView, *, info: RoundInfo) -> Offer:
-        eligible = getattr(self.selection, "eligible_ids", None)
-        allowed = eligible() if callable(eligible) else None
-        players = [
-            c for c in market.clients if c.reachable and (allowed is None or c.client_id in allowed)
-        ]
-        self.nu = {c.client_id: c.privacy_value for c in players}
-        self.sizes = {c.client_id: c.dataset_size for c in players}
-        nu = np.array([c.privacy_value for c in players], dtype=float)
-        active = np.ones(len(players), dtype=bool)
-        if self.remove_infeasible:
-            active = feasible_set(nu) if len(players) else active
-        self.removed = frozenset(c.client_id for c, a in zip(players, active) if not a)
-        self.players = tuple(c.client_id for c, a in zip(players, active) if a)
+        clients = market.clients
+        ids = ids_of(clients)
+        players = column_of(clients, "reachable", bool).copy()
+        allowed = self.selection.eligible_ids() if self.selection is not None else None
+        if allowed is not None:
+            players &= np.isin(ids, np.fromiter(allowed, np.int64, len(allowed)))
+        left = rho_left(clients)
+        if self.config.budgets != "ignore":
+            players &= left >= self.config.min_rho
+        nu = self.privacy_values(market)
+        sizes = column_of(clients, "dataset_size")
+        chosen = self._admit(nu, sizes, players)
+        self.removed, self.players = ids[players & ~chosen], ids[chosen]
+        self.nu, self.sizes = _by_id(ids, nu), _by_id(ids, sizes)
         self.solver = (1.0, 0.0)
         reward = 0.0
-        if len(self.players) >= 2:
-            sizes = np.array([self.sizes[i] for i in self.players], dtype=float)
-            reward = self.choose_reward(nu[active], sizes, t=max(info.round, 1))
-        outsiders = {c.client_id for c in market.clients} - set(self.players)
+        if chosen.sum() >= 2:
+            problem = LeaderProblem(
+                nu[chosen],
+                sizes[chosen],
+                np.clip(1.0 - column_of(clients, "straggle_prob")[chosen], 0.0, 1.0),
+                left[chosen],
+                column_of(clients, "colluder", bool)[chosen],
+                market.game,
+            )
+            reward = self.choose_reward(problem, t=max(info.round, 1))
+            reward = capped_reward(reward, self.config.reward_cap)
         plan = {
             "phi": self.config.phi,
             "quadratic": float(self.quadratic),
             "cap": self.cap,
             "sum_rho_prev": self.last_sum_rho,
         }
-        return Offer(reward=reward, plan=plan, excluded=frozenset(outsiders))
+        return Offer(reward=reward, plan=plan, excluded=frozenset(ids[~chosen].tolist()))
 
+    def _admit(self, nu: np.ndarray, sizes: np.ndarray, players: np.ndarray) -> np.ndarray:
+        """Mask of the admitted players (the paper's feasible set, or the optimal one)."""
+        chosen = players.copy()
+        if not players.any():
+            return chosen
+        if self.config.active_set == "optimal":
+            key = players.tobytes() + nu.tobytes() + sizes.tobytes()
+            if self._active_cache is None or self._active_cache[0] != key:
+                best = optimal_active_set(
+                    nu[players], sizes[players], phi=self.config.phi, params=self.params()
+                )
+                self._active_cache = (key, best)
+            chosen[players] = self._active_cache[1]
+        elif self.remove_infeasible:
+            chosen[players] = feasible_set(nu[players])
+        return chosen
+
+    def anticipates_response(self, problem: LeaderProblem) -> bool:
+        """Whether the followers' equilibrium differs from Theorem 1's ρ = C·R (or the leader's
+        cost from Eq. 15), so that R* needs the general solution."""
+        c, rules = self.config, problem.rules
+        stragglers = bool(np.any(problem.p < 1.0))
+        return (
+            c.budgets == "cap"
+            or (c.delivery == "expected" and stragglers)
+            or (rules.complete_information and stragglers)
+            or (rules.cartel and bool(problem.colluder.any()))
+        )
+
+    def optimal_reward(self, problem: LeaderProblem, *, t: int) -> float:
+        """The leader's cost-minimising R_t: Theorem 2, or the general solution (module doc)."""
+        params = self.params()
+        t = min(t, params.rounds)
+        if not self.anticipates_response(problem):
+            a = accuracy_constant(problem.nu, problem.sizes, phi=self.config.phi, params=params)
+            return optimal_reward(a, t=t, params=params)
+        rules = problem.rules
+        p_follow = problem.p if rules.complete_information else None
+        p_cost = problem.p if self.config.delivery == "expected" else None
+        cartel = problem.colluder if rules.cartel else None
+
+        def response(reward: float, caps: np.ndarray | None) -> np.ndarray:
+            return contest_equilibrium(
+                problem.nu, reward=reward, phi=self.config.phi, p=p_follow, caps=caps, cartel=cartel
+            )
+
+        coeff = response(1.0, None)
+        if not np.any(coeff > 0):
+            return 0.0
+        free = proportional_reward(coeff, problem.sizes, p=p_cost, t=t, params=params)
+        if self.config.budgets != "cap" or not np.isfinite(problem.left).any():
+            return free
+
+        def cost(reward: float) -> float:
+            rho = response(reward, problem.left)
+            return expected_server_cost(
+                reward, rho=rho, data_sizes=problem.sizes, p=p_cost, t=t, params=params
+            ).total
+
+        return numeric_reward(cost, around=free)
+
+    # ------------------------------------------------------------------ settlement
     def settle(
         self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
     ) -> dict[int, float]:
-        ids = ids_of(delivered).tolist()
+        ids = ids_of(delivered)
         rho = np.nan_to_num(column_of(delivered, "rho"), nan=0.0, posinf=0.0, neginf=0.0)
         total = float(rho.sum())
         pay = rho / total * offer.reward if total > 0 else np.zeros(rho.size)
-        nu = np.array([self.nu.get(i, 1.0) for i in ids], dtype=float)
-        phi = self.config.phi
-        cost = phi * nu * (rho**2 if self.quadratic else rho)
-        gaps = np.full(rho.size, math.nan)
-        if rho.size and offer.reward > 0:
-            caps = None if math.isinf(self.cap) else np.full(rho.size, self.cap)
-            kind: Literal["linear", "quadratic"] = "quadratic" if self.quadratic else "linear"
-            u = FollowerUtility(nu, offer.reward, phi, cost=kind, caps=caps)
-            gaps = u.deviation_gaps(np.minimum(rho, u.bounds()[1]))
+        nu = self.nu[ids] if ids.size else np.zeros(0)
+        cost = self.config.phi * nu * (rho**2 if self.quadratic else rho)
         acc = pay_term = math.nan
         if total > 0:
-            sizes = np.array([self.sizes.get(i, 1) for i in ids], dtype=float)
             sc = server_cost(
-                offer.reward, rho=rho, data_sizes=sizes, t=max(info.round, 1), params=self.params()
+                offer.reward,
+                rho=rho,
+                data_sizes=np.maximum(self.sizes[ids], 1.0),
+                t=min(max(info.round, 1), self.rounds),
+                params=self.params(),
             )
             acc, pay_term = sc.accuracy, sc.payment
         self.last_sum_rho = total
         self._round = {
             "reward": offer.reward,
             "sum_rho": total,
+            "players": float(self.players.size),
             "server_cost_accuracy": acc,
             "server_cost_payment": pay_term,
             "server_cost": acc + pay_term,
             "payments_total": float(pay.sum()),
             "welfare": float((pay - cost).sum()) - (acc + pay_term),
-            "nash_gap_max": float(np.max(gaps)) if gaps.size else math.nan,
-            "nash_gap_mean": float(np.mean(gaps)) if gaps.size else math.nan,
-            "removed_for_feasibility": float(len(self.removed)),
+            "removed_for_feasibility": float(self.removed.size),
             "solver_converged": self.solver[0],
             "solver_residual": self.solver[1],
         }
-        removed = {i: 1.0 for i in self.removed} | {i: 0.0 for i in self.players}
+        marked = np.concatenate([self.removed, self.players])
+        flags = np.concatenate([np.ones(self.removed.size), np.zeros(self.players.size)])
         self._clients = {
-            "rho": dict(zip(ids, rho.tolist())),
-            "payment": dict(zip(ids, pay.tolist())),
-            "privacy_cost": dict(zip(ids, cost.tolist())),
-            "game_utility": dict(zip(ids, (pay - cost).tolist())),
-            "nash_gap": dict(zip(ids, gaps.tolist())),
-            "removed": removed,
+            "rho": ClientValues(ids, rho),
+            "payment": ClientValues(ids, pay),
+            "privacy_cost": ClientValues(ids, cost),
+            "game_utility": ClientValues(ids, pay - cost),
+            "removed": ClientValues(marked, flags),
         }
-        return dict(zip(ids, pay.tolist()))
+        return dict(zip(ids.tolist(), pay.tolist()))
 
     def round_metrics(self) -> dict[str, float]:
         return dict(self._round)
 
-    def client_metrics(self) -> dict[str, dict[int, float]]:
-        return {k: dict(v) for k, v in self._clients.items()}
+    def client_metrics(self) -> dict[str, Any]:
+        return dict(self._clients)
+
+
+def _by_id(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    out = np.zeros(int(ids.max()) + 1 if ids.size else 0)
+    out[ids] = values
+    return out

@@ -1,10 +1,13 @@
 """QI-DPFL reward mechanisms: the optimal reward of Theorem 2 and the paper's baselines.
 
 Paper 003 (Yuan & Wang 2024) §IV and §V; note 003 §4.2 and §6.4. All four remove infeasible
-clients first (note 003 §4.1) and pay reward shares (see :mod:`.game`). Clients are expected
-to best-respond (policy ``best_response``: ρ_i = C_i·R_t).
+clients first (note 003 §4.1) and pay reward shares (see :mod:`.game`, which also describes the
+options that make the leader play the real game: budgets, expected delivery, the optimal
+active set and a reward cap). Clients are expected to best-respond (policy ``best_response``:
+ρ_i = C_i·R_t).
 
-* ``qi_dpfl``: R_t* = sqrt(A_t·π^(1-t)/(1-γ)) (Theorem 2) with A_t over the active players.
+* ``qi_dpfl``: R_t* = sqrt(A_t·π^(1-t)/(1-γ)) (Theorem 2) with A_t over the active players, or
+  the general optimum when the leader anticipates stragglers, binding budgets or a cartel.
 * ``max``: the paper's "largest possible reward", R_max. The paper's range (Eq. 33) needs
   unreported accuracy-fit constants, so R_max = ``high``·R_t* (default 3) [ours, documented].
 * ``random``: R_t uniform on [``low``·R_t*, ``high``·R_t*] (default [0.5, 3]) [ours].
@@ -18,19 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from pydantic import Field, PositiveFloat, model_validator
 
 from fedgame.errors import ScenarioError
-from fedgame.game.stackelberg import accuracy_constant, optimal_reward
-from fedgame.mechanisms.incentive.game import GameConfig, GameIncentive
+from fedgame.mechanisms.incentive.game import GameConfig, GameIncentive, LeaderProblem
 from fedgame.registry import register
-
-
-def _optimal(self: GameIncentive, nu: np.ndarray, sizes: np.ndarray, t: int) -> float:
-    params = self.params()
-    a = accuracy_constant(nu, sizes, phi=self.config.phi, params=params)
-    return optimal_reward(a, t=min(t, params.rounds), params=params)
 
 
 @register("incentive", "qi_dpfl")
@@ -40,8 +35,8 @@ class QiDpfl(GameIncentive):
     class Config(GameConfig):
         pass
 
-    def choose_reward(self, nu: np.ndarray, sizes: np.ndarray, *, t: int) -> float:
-        return _optimal(self, nu, sizes, t)
+    def choose_reward(self, problem: LeaderProblem, *, t: int) -> float:
+        return self.optimal_reward(problem, t=t)
 
 
 @register("incentive", "max")
@@ -49,12 +44,12 @@ class MaxReward(GameIncentive):
     """Paper 003's Max baseline: R_t = ``high``·R_t* every round (R_max of Eq. 33, ours)."""
 
     class Config(GameConfig):
-        high: PositiveFloat = 3.0
+        high: PositiveFloat = Field(3.0, description="R_max as a multiple of R_t* (> 0)")
 
     config: Config
 
-    def choose_reward(self, nu: np.ndarray, sizes: np.ndarray, *, t: int) -> float:
-        return self.config.high * _optimal(self, nu, sizes, t)
+    def choose_reward(self, problem: LeaderProblem, *, t: int) -> float:
+        return self.config.high * self.optimal_reward(problem, t=t)
 
 
 @register("incentive", "random")
@@ -62,8 +57,8 @@ class RandomReward(GameIncentive):
     """Paper 003's Random baseline: R_t ~ U[``low``·R_t*, ``high``·R_t*] (range ours)."""
 
     class Config(GameConfig):
-        low: PositiveFloat = 0.5
-        high: PositiveFloat = 3.0
+        low: PositiveFloat = Field(0.5, description="lowest reward as a multiple of R_t* (<= high)")
+        high: PositiveFloat = Field(3.0, description="highest reward as a multiple of R_t* (> 0)")
 
         @model_validator(mode="after")
         def _ordered(self) -> Any:
@@ -73,11 +68,11 @@ class RandomReward(GameIncentive):
 
     config: Config
 
-    def choose_reward(self, nu: np.ndarray, sizes: np.ndarray, *, t: int) -> float:
+    def choose_reward(self, problem: LeaderProblem, *, t: int) -> float:
         if self.rng is None:  # prepare() was not called (used outside a model)
             raise ScenarioError("incentive", "random", "needs prepare() before offer()")
         factor = float(self.rng.uniform(self.config.low, self.config.high))
-        return factor * _optimal(self, nu, sizes, t)
+        return factor * self.optimal_reward(problem, t=t)
 
 
 @register("incentive", "fixed")
@@ -85,9 +80,9 @@ class FixedReward(GameIncentive):
     """A constant total reward R every round (feasibility removal and shares as the others)."""
 
     class Config(GameConfig):
-        reward: float = Field(1.0, gt=0)
+        reward: float = Field(1.0, gt=0, description="total reward R paid per round (> 0)")
 
     config: Config
 
-    def choose_reward(self, nu: np.ndarray, sizes: np.ndarray, *, t: int) -> float:
+    def choose_reward(self, problem: LeaderProblem, *, t: int) -> float:
         return float(self.config.reward)

@@ -21,7 +21,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 from fedgame.errors import ScenarioError
 from fedgame.game.equilibrium import FollowerUtility, solve_followers, solve_leader
 from fedgame.game.stackelberg import server_cost
-from fedgame.mechanisms.incentive.game import GameConfig, GameIncentive
+from fedgame.mechanisms.incentive.game import GameConfig, GameIncentive, LeaderProblem
 from fedgame.registry import register
 
 
@@ -32,13 +32,19 @@ class NumericStackelberg(GameIncentive):
     remove_infeasible = False  # the numeric equilibrium finds the active set itself
 
     class Config(GameConfig):
-        cost: Literal["linear", "quadratic"] = "linear"
-        cap: PositiveFloat | None = None
-        r_min: PositiveFloat = 1e-6
-        r_max: PositiveFloat = 1e3
-        tol: float = Field(1e-9, gt=0)
-        max_iter: PositiveInt = 500
-        warm_start: bool = True  # start best responses from the share-function solution
+        cost: Literal["linear", "quadratic"] = Field(
+            "linear", description="privacy cost phi*nu*c(rho): linear (paper) or quadratic"
+        )
+        cap: PositiveFloat | None = Field(
+            None, description="budget cap rho_i <= cap for every follower (zCDP rho; none)"
+        )
+        r_min: PositiveFloat = Field(1e-6, description="smallest reward searched (> 0, < r_max)")
+        r_max: PositiveFloat = Field(1e3, description="largest reward searched (> r_min)")
+        tol: float = Field(1e-9, gt=0, description="follower-equilibrium tolerance (> 0)")
+        max_iter: PositiveInt = Field(500, description="best-response iterations at most (>= 1)")
+        warm_start: bool = Field(
+            True, description="start best responses from the share-function solution"
+        )
 
         @model_validator(mode="after")
         def _ordered(self) -> NumericStackelberg.Config:
@@ -68,7 +74,8 @@ class NumericStackelberg(GameIncentive):
             warm_start=c.warm_start,
         )
 
-    def choose_reward(self, nu: np.ndarray, sizes: np.ndarray, *, t: int) -> float:
+    def choose_reward(self, problem: LeaderProblem, *, t: int) -> float:
+        nu, sizes = problem.nu, problem.sizes
         params = self.params()
         t = min(t, params.rounds)
 

@@ -1,142 +1,202 @@
-"""Follower policies of the QI-DPFL Stackelberg game (paper 003 §III-B2, Theorem 1).
+"""Followers that play the QI-DPFL contest (paper 003 §III-B2, Theorem 1), batched.
 
-A client picks its zCDP budget ρ_i for the round; the incentive's ``Offer`` announces the total
-reward R_t, the players (everyone not in ``Offer.excluded`` and reachable) and, in
-``Offer.plan``, the utility family: ``phi`` (φ_1), ``quadratic`` (1 for a quadratic privacy
-cost) and ``cap`` (a per-client budget cap). ν_i are public (note 003 §3.4), so a client with
-complete information can compute the whole equilibrium; it is computed once per round and
-cached (O(N) per round for the closed form). Remaining budgets are read in zCDP units:
-ρ_left = ρ(ε_total) - ρ(ε_spent) with ρ(ε) the inverse of ε = ρ + 2·sqrt(ρ ln(1/δ)) (exact for
-the ``zcdp`` accountant).
+A client picks its zCDP budget ρ_i for the round. The incentive's ``Offer`` announces R_t, the
+excluded clients and, in ``Offer.plan``, the utility family: ``phi`` (φ_1), ``quadratic`` (1 for
+a quadratic privacy cost) and ``cap`` (a budget cap for everyone). ν_i are public (note 003
+§3.4), so a client with complete information computes the whole equilibrium; each policy
+computes it once per round over the market's columns and answers for all its clients at once
+(``respond_all``). The equilibrium is over the clients that can actually play this round
+(:func:`~fedgame.mechanisms.policy.market.contest_of`: reachable, not excluded, with budget,
+able to deliver); with ``game.complete_information`` the straggle probabilities are known and
+utilities are expected-delivery ones; with ``game.cartel`` the colluders play as a cartel
+(:mod:`fedgame.game.contest`). The quadratic-cost family is solved by its share function
+(:meth:`fedgame.game.equilibrium.FollowerUtility.aggregate_equilibrium`, full delivery).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PositiveFloat
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
-from fedgame.game.equilibrium import FollowerUtility, solve_followers
-from fedgame.game.stackelberg import follower_equilibrium
-from fedgame.privacy.calibrate import epsilon_to_zcdp
+from fedgame.game.contest import contest_equilibrium
+from fedgame.game.equilibrium import FollowerUtility
+from fedgame.mechanisms.policy.market import Contest, contest_of, rho_left, rho_remaining
 from fedgame.registry import register
-from fedgame.views import ClientView, MarketView, Offer, Response
+from fedgame.views import ClientView, MarketView, Offer, Response, Responses, ids_of
 
+__all__ = ["BestResponse", "BudgetAware", "FixedRho", "equilibrium", "rho_remaining"]
 
-def players(offer: Offer, market: MarketView) -> list[ClientView]:
-    """The round's players: reachable clients the leader did not exclude."""
-    return [c for c in market.clients if c.reachable and c.client_id not in offer.excluded]
-
-
-def rho_remaining(view: ClientView) -> float:
-    """Remaining zCDP budget ρ(ε_total) - ρ(ε_spent) at the client's δ (inf without a budget)."""
-    if not math.isfinite(view.epsilon_total):
-        return math.inf
-    total = epsilon_to_zcdp(view.epsilon_total, delta=view.delta)
-    spent = epsilon_to_zcdp(min(view.epsilon_spent, view.epsilon_total), delta=view.delta)
-    return max(total - spent, 0.0)
+#: relative slack when comparing a budget with what is left (floating-point inversions)
+_SLACK = 1e-9
 
 
 def equilibrium(
-    offer: Offer, clients: list[ClientView], *, caps: np.ndarray | None = None
-) -> tuple[dict[int, float], bool, float]:
-    """Followers' equilibrium ρ* for ``clients`` at the offer: (ρ by id, converged, residual).
+    contest: Contest,
+    players: np.ndarray,
+    *,
+    complete_information: bool,
+    cartel: bool,
+    caps: np.ndarray | None = None,
+) -> np.ndarray:
+    """Equilibrium budgets of the ``players`` mask (0 elsewhere), one per market client."""
+    rho = np.zeros(contest.ids.size)
+    if contest.reward <= 0 or players.sum() < 2:
+        return rho
+    cap = np.full(int(players.sum()), contest.cap)
+    if caps is not None:
+        cap = np.minimum(cap, caps[players])
+    nu = contest.nu[players]
+    if contest.quadratic:
+        caps_or_none = cap if np.isfinite(cap).any() else None
+        u = FollowerUtility(nu, contest.reward, contest.phi, cost="quadratic", caps=caps_or_none)
+        found = u.aggregate_equilibrium()
+        rho[players] = 0.0 if found is None else found
+        return rho
+    rho[players] = contest_equilibrium(
+        nu,
+        reward=contest.reward,
+        phi=contest.phi,
+        p=contest.p[players] if complete_information else None,
+        caps=cap if np.isfinite(cap).any() else None,
+        cartel=contest.colluder[players] if cartel else None,
+    )
+    return rho
 
-    Linear uncapped utilities use Theorem 1 on the active set; others the damped numeric
-    best-response iteration.
-    """
-    if offer.reward <= 0 or not clients:
-        return {c.client_id: 0.0 for c in clients}, True, 0.0
-    nu = np.array([c.privacy_value for c in clients], dtype=float)
-    phi = float(offer.plan.get("phi", 1.0))
-    cap = float(offer.plan.get("cap", math.inf))
-    quadratic = bool(offer.plan.get("quadratic", 0.0))
-    if math.isfinite(cap):
-        caps = np.full(nu.size, cap) if caps is None else np.minimum(caps, cap)
-    ids = [c.client_id for c in clients]
-    if not quadratic and caps is None:
-        rho = follower_equilibrium(nu, reward=offer.reward, phi=phi)
-        return dict(zip(ids, rho.tolist())), True, 0.0
-    kind: Literal["linear", "quadratic"] = "quadratic" if quadratic else "linear"
-    u = FollowerUtility(nu, offer.reward, phi, cost=kind, caps=caps)
-    eq = solve_followers(u, analytic=True)
-    return dict(zip(ids, eq.rho.tolist())), eq.converged, eq.residual
 
-
-class _Cached:
-    """Per-round cache of the equilibrium, keyed by the round's offer and market objects."""
+class _PerRound:
+    """Computes the round's equilibrium once (keyed by round, offer and market objects)."""
 
     def __init__(self) -> None:
-        self._key: tuple | None = None
-        self._value: dict[int, float] = {}
+        self._key: tuple[int, int, int] | None = None
+        self._value: tuple[Contest, np.ndarray, np.ndarray] | None = None
 
-    def equilibrium_for(self, offer: Offer, market: MarketView) -> dict[int, float]:
+    def solved(self, offer: Offer, market: MarketView) -> tuple[Contest, np.ndarray, np.ndarray]:
+        """(contest, ρ* by client id, reason code by client id) for this round."""
         key = (market.info.round, id(offer), id(market))
-        if key != self._key:
+        if key != self._key or self._value is None:
             self._value = self.compute(offer, market)
             self._key = key
         return self._value
 
-    def compute(self, offer: Offer, market: MarketView) -> dict[int, float]:
-        return equilibrium(offer, players(offer, market))[0]
+    def compute(self, offer: Offer, market: MarketView) -> tuple[Contest, np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def respond(self, offer: Offer, *, me: ClientView, market: MarketView) -> Response:
+        """One client's answer (``respond_all`` for it alone)."""
+        return self.respond_all(offer, clients=(me,), market=market)[0]
+
+    def respond_all(
+        self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
+    ) -> Responses:
+        raise NotImplementedError
+
+
+#: reason codes of the per-round solution (index into REASONS)
+REASONS = np.array(["", "no_reward", "inactive", "budget"], dtype=object)
+_OK, _NO_REWARD, _INACTIVE, _BUDGET = range(4)
+
+
+def _answer(ids: np.ndarray, rho: np.ndarray, codes: np.ndarray) -> Responses:
+    take = codes == _OK
+    reason = None if take.all() else REASONS[codes]
+    return Responses(ids, take, rho=np.where(take, rho, np.nan), reason=reason)
 
 
 @register("policy", "best_response")
-class BestResponse(_Cached):
-    """Complete information: play the equilibrium budget ρ_i* (Theorem 1; numeric otherwise).
+class BestResponse(_PerRound):
+    """Complete information: play the equilibrium budget ρ_i* of the clients who can pay it.
 
-    Declines with reason ``inactive`` outside the active set (ρ_i* = 0), ``no_reward`` when
-    R_t = 0, and ``budget`` when ρ_i* exceeds its remaining zCDP budget.
+    The equilibrium (Theorem 1 on the active set; expected-delivery, cartel or quadratic
+    variants as the game says) is computed over the round's players; a player whose ρ_i*
+    exceeds its remaining budget cannot play it and leaves (reason ``budget``), and the
+    equilibrium of the others is computed again, until everyone left can pay. Declines with
+    ``no_reward`` when R_t = 0 and ``inactive`` outside the active set (ρ_i* = 0; a lone
+    player, whose best response ρ → 0+ does not exist, also stays out).
     """
 
     def __init__(self, config: object) -> None:
         super().__init__()
         del config
 
-    def respond(self, offer: Offer, *, me: ClientView, market: MarketView) -> Response:
-        if offer.reward <= 0:
-            return Response(me.client_id, participate=False, reason="no_reward")
-        rho = self.equilibrium_for(offer, market).get(me.client_id, 0.0)
-        if rho <= 0:
-            return Response(me.client_id, participate=False, reason="inactive")
-        if rho > rho_remaining(me):
-            return Response(me.client_id, participate=False, reason="budget")
-        return Response(me.client_id, participate=True, rho=rho)
+    def compute(self, offer: Offer, market: MarketView) -> tuple[Contest, np.ndarray, np.ndarray]:
+        contest = contest_of(offer, market)
+        rules = market.game
+        codes = np.full(contest.ids.size, _INACTIVE)
+        players = contest.players.copy()
+        codes[(contest.left <= 0) & ~players] = _BUDGET
+        while True:
+            rho = equilibrium(
+                contest,
+                players,
+                complete_information=rules.complete_information,
+                cartel=rules.cartel,
+            )
+            short = players & (rho > contest.left * (1 + _SLACK))
+            if not short.any():
+                break
+            players &= ~short
+            codes[short] = _BUDGET
+        codes[rho > 0] = _OK
+        if contest.reward <= 0:
+            codes[:] = _NO_REWARD
+        return contest, contest.by_id(rho), contest.by_id(codes).astype(int)
+
+    def respond_all(
+        self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
+    ) -> Responses:
+        """Every client of ``clients``'s equilibrium budget (columns)."""
+        _, rho, codes = self.solved(offer, market)
+        ids = ids_of(clients)
+        return _answer(ids, rho[ids], codes[ids])
 
 
 @register("policy", "budget_aware")
-class BudgetAware(_Cached):
-    """Best response in the game where every budget is capped by what is left of it.
+class BudgetAware(_PerRound):
+    """Equilibrium of the game in which every budget is capped by what is left of it.
 
     Each player's cap is its remaining zCDP budget (public, as ν); players with less than
-    ``min_rho`` left leave the game (reason ``budget``), so clients drop out as budgets run
-    out. The capped equilibrium is solved numerically (best responses clipped to the cap).
+    ``min_rho`` left leave the game (reason ``budget``), so clients drop out as budgets run out.
+    The capped equilibrium is the share-function solution with caps
+    (:func:`fedgame.game.contest.contest_equilibrium`).
     """
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        min_rho: PositiveFloat = 1e-6
+        min_rho: PositiveFloat = Field(
+            1e-6, description="zCDP budget left below which the client leaves the game (> 0)"
+        )
 
     def __init__(self, config: Config) -> None:
         super().__init__()
         self.min_rho = config.min_rho
 
-    def compute(self, offer: Offer, market: MarketView) -> dict[int, float]:
-        live = [c for c in players(offer, market) if rho_remaining(c) >= self.min_rho]
-        caps = np.minimum([rho_remaining(c) for c in live], 1e300)  # inf: no budget
-        return equilibrium(offer, live, caps=caps)[0]
+    def compute(self, offer: Offer, market: MarketView) -> tuple[Contest, np.ndarray, np.ndarray]:
+        contest = contest_of(offer, market, min_left=self.min_rho)
+        rules = market.game
+        rho = equilibrium(
+            contest,
+            contest.players,
+            complete_information=rules.complete_information,
+            cartel=rules.cartel,
+            caps=contest.left,
+        )
+        rho = np.minimum(rho, contest.left)
+        codes = np.where(rho > 0, _OK, _INACTIVE)
+        if contest.reward <= 0:
+            codes[:] = _NO_REWARD
+        codes[contest.left < self.min_rho] = _BUDGET
+        return contest, contest.by_id(rho), contest.by_id(codes).astype(int)
 
-    def respond(self, offer: Offer, *, me: ClientView, market: MarketView) -> Response:
-        if rho_remaining(me) < self.min_rho:
-            return Response(me.client_id, participate=False, reason="budget")
-        if offer.reward <= 0:
-            return Response(me.client_id, participate=False, reason="no_reward")
-        rho = self.equilibrium_for(offer, market).get(me.client_id, 0.0)
-        if rho <= 0:
-            return Response(me.client_id, participate=False, reason="inactive")
-        return Response(me.client_id, participate=True, rho=min(rho, rho_remaining(me)))
+    def respond_all(
+        self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
+    ) -> Responses:
+        """Every client of ``clients``'s capped equilibrium budget (columns)."""
+        _, rho, codes = self.solved(offer, market)
+        ids = ids_of(clients)
+        return _answer(ids, rho[ids], codes[ids])
 
 
 @register("policy", "fixed")
@@ -145,12 +205,18 @@ class FixedRho:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        rho: PositiveFloat = 0.1
+        rho: PositiveFloat = Field(0.1, description="zCDP budget rho played every round (> 0)")
 
     def __init__(self, config: Config) -> None:
         self.rho = config.rho
 
     def respond(self, offer: Offer, *, me: ClientView, market: MarketView) -> Response:
-        if self.rho > rho_remaining(me):
-            return Response(me.client_id, participate=False, reason="budget")
-        return Response(me.client_id, participate=True, rho=self.rho)
+        return self.respond_all(offer, clients=(me,), market=market)[0]
+
+    def respond_all(
+        self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
+    ) -> Responses:
+        """Everyone at ``rho`` unless it is more than what is left (reason ``budget``)."""
+        ok = rho_left(clients) >= self.rho * (1 - _SLACK)
+        reason = None if ok.all() else np.where(ok, "", "budget").astype(object)
+        return Responses(ids_of(clients), ok, rho=np.where(ok, self.rho, math.nan), reason=reason)

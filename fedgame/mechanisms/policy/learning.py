@@ -1,127 +1,170 @@
-"""Boundedly rational followers: learn the zCDP budget from aggregate feedback.
+"""Boundedly rational followers: learn the zCDP budget from the leader's broadcast, batched.
 
-A learning client does not know the others' privacy values ν_j (note 003 §8 item 15). After
-each round the server broadcasts the total delivered budget Σρ (``Offer.plan["sum_rho_prev"]``);
-a client that delivered last round infers the others' total S_-i = Σρ - ρ_i, otherwise it takes
-S_-i = Σρ. It then takes a projected gradient step on its realised utility of last round, in
-log space and relative to its marginal cost:
-
-    m = R·S_-i / (S²·φ·ν_i) - 1     (relative marginal utility, 0 at Theorem 1's FOC, Eq. 21)
-    x ← x·exp(η·clip(m, -1, 1)),    ρ_i = x·R_t
-
-where x = ρ_i/R (equilibrium budgets are proportional to R, Theorem 1, so x is what is learned
-while R_t grows). For diagnostics only, the policy also computes the complete-information
-equilibrium ρ* and records per round ``learning_distance`` = Σ|ρ - ρ*| / Σρ* over the players,
-and per client ``rho_equilibrium`` and ``eq_distance`` = |ρ_i - ρ_i*| / max ρ*.
+The learning rules and what they converge to are in :mod:`fedgame.game.learning`: a
+log-gradient step on the realised utility (``rule: log_gradient``; a decreasing step
+``decay`` > 1/2 makes it a stochastic approximation that settles under stragglers) and
+exponential weights over a budget grid (``rule: hedge``). The feedback is the delivered total
+Σρ the game incentives broadcast as ``Offer.plan["sum_rho_prev"]``; a client knows only its
+own ν, its own last budget and whether it delivered (its ``participations`` count grew).
+Every client's state is a row of arrays indexed by client id, updated for all clients of the
+behaviour at once. The distance of the play to the complete-information equilibrium is
+measured for every policy by the model's round check (``eq_distance``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
-from fedgame.mechanisms.policy.game import _Cached, rho_remaining
+from fedgame.game.learning import (
+    hedge_grid,
+    hedge_payoffs,
+    hedge_rate,
+    hedge_weights,
+    log_gradient_step,
+    step_size,
+)
+from fedgame.mechanisms.policy.market import contest_of, rho_left
 from fedgame.registry import register
-from fedgame.views import ClientView, MarketView, Offer, Response
+from fedgame.views import ClientView, MarketView, Offer, Response, Responses, column_of, ids_of
+
+__all__ = ["Learning", "log_gradient_step"]
 
 
-def log_gradient_step(
-    x: float, *, reward: float, rho: float, others: float, nu: float, phi: float, eta: float
-) -> float:
-    """One learning step on x = ρ/R from last round's (R, ρ, S_-i); see the module docstring.
-
-    The relative marginal utility m uses the derivative of Eq. 16 with linear cost (Eq. 21).
-    """
-    total = rho + others
-    if others <= 0 or total <= 0:
-        return x * math.exp(eta)  # alone last round: any positive budget wins everything
-    m = reward * others / (total**2 * phi * nu) - 1.0
-    return x * math.exp(eta * min(max(m, -1.0), 1.0))
-
-
-@dataclass
 class _State:
-    x: float
-    rho: float = 0.0
-    reward: float = 0.0
-    participations: int = 0
+    """Per-client learning state, as arrays indexed by client id (grown on demand)."""
+
+    def __init__(self, grid_size: int) -> None:
+        self.size = 0
+        self.grid_size = grid_size
+        self.started = np.zeros(0, dtype=bool)
+        self.x = np.zeros(0)
+        self.rho = np.zeros(0)
+        self.reward = np.zeros(0)
+        self.participations = np.zeros(0, dtype=np.int64)
+        self.updates = np.zeros(0, dtype=np.int64)
+        self.payoffs = np.zeros((0, grid_size))
+
+    def ensure(self, top: int) -> None:
+        if top < self.size:
+            return
+        new = max(top + 1, 2 * self.size)
+        extra = new - self.size
+        self.started = np.concatenate([self.started, np.zeros(extra, dtype=bool)])
+        self.x = np.concatenate([self.x, np.zeros(extra)])
+        self.rho = np.concatenate([self.rho, np.zeros(extra)])
+        self.reward = np.concatenate([self.reward, np.zeros(extra)])
+        self.participations = np.concatenate([self.participations, np.zeros(extra, dtype=np.int64)])
+        self.updates = np.concatenate([self.updates, np.zeros(extra, dtype=np.int64)])
+        self.payoffs = np.concatenate([self.payoffs, np.zeros((extra, self.grid_size))])
+        self.size = new
 
 
 @register("policy", "learning")
-class Learning(_Cached):
-    """Projected log-gradient ascent on realised utility from the broadcast Σρ (bounded info)."""
+class Learning:
+    """Learn ρ/R from the broadcast Σρ: ``log_gradient`` or ``hedge`` (bounded information).
 
-    round_columns = ("learning_distance",)
-    client_columns = ("rho_equilibrium", "eq_distance")
+    Config: ``rule``; ``eta`` the step (log-gradient) or rate scale (Hedge); ``decay`` κ of the
+    log-gradient step η·t^(−κ) (0: constant); ``init`` the first budget as a multiple of the
+    homogeneous-ν equilibrium share (n−1)/(n²φν) (log-gradient; Hedge starts from uniform
+    weights); ``grid`` the number of Hedge budgets; ``rho_min`` the smallest budget played.
+    """
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        eta: float = Field(0.5, gt=0, le=2)
-        init: PositiveFloat = 0.5
-        rho_min: PositiveFloat = 1e-12
+        rule: Literal["log_gradient", "hedge"] = Field(
+            "log_gradient", description="learning rule: log_gradient step or hedge over a grid"
+        )
+        eta: float = Field(
+            0.5, gt=0, le=2, description="step (log_gradient) or rate scale (hedge), in (0, 2]"
+        )
+        decay: float = Field(
+            0.6, ge=0, le=1, description="kappa in [0, 1] of the step eta*t^-kappa (0: constant)"
+        )
+        init: PositiveFloat = Field(
+            0.5, description="first budget as a multiple of the homogeneous equilibrium share"
+        )
+        grid: PositiveInt = Field(
+            64, ge=2, le=1024, description="number of hedge budgets on the log grid, 2-1024"
+        )
+        rho_min: PositiveFloat = Field(1e-12, description="smallest zCDP budget played (> 0)")
 
     def __init__(self, config: Config) -> None:
-        super().__init__()
         self.config = config
-        self.state: dict[int, _State] = {}
-        self._played: dict[int, float] = {}
-        self._round = -1
+        self.state = _State(config.grid)
+        self.grid = hedge_grid(config.grid)
 
     def respond(self, offer: Offer, *, me: ClientView, market: MarketView) -> Response:
-        if market.info.round != self._round:
-            self._round, self._played = market.info.round, {}
-        star = self.equilibrium_for(offer, market)
-        if offer.reward <= 0 or me.client_id not in star:
-            return Response(me.client_id, participate=False, reason="no_reward")
+        """One client's move (``respond_all`` for it alone)."""
+        return self.respond_all(offer, clients=(me,), market=market)[0]
+
+    def respond_all(
+        self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
+    ) -> Responses:
+        """Update every client's learned x = ρ/R from last round, then play ρ = x·R."""
+        ids = ids_of(clients)
+        reward = float(offer.reward)
+        if reward <= 0 or not ids.size:
+            none = np.full(ids.size, "no_reward", dtype=object)
+            return Responses(ids, np.zeros(ids.size, dtype=bool), reason=none)
+        cfg, st = self.config, self.state
+        st.ensure(int(ids.max()))
         phi = float(offer.plan.get("phi", 1.0))
-        n = max(len(star), 2)
-        st = self.state.get(me.client_id)
-        if st is None:  # start at init × the homogeneous-ν equilibrium share, own ν only
-            st = _State(x=self.config.init * (n - 1) / (n**2 * phi * me.privacy_value))
-            self.state[me.client_id] = st
-        else:
-            total = float(offer.plan.get("sum_rho_prev", math.nan))
-            delivered = me.participations > st.participations
-            if math.isfinite(total) and st.reward > 0:
-                others = total - st.rho if delivered else total
-                st.x = log_gradient_step(
-                    st.x,
-                    reward=st.reward,
-                    rho=st.rho if delivered else st.x * st.reward,
-                    others=max(others, 0.0),
-                    nu=me.privacy_value,
-                    phi=phi,
-                    eta=self.config.eta,
-                )
-        st.x = min(max(st.x, self.config.rho_min / offer.reward), 1.0 / (phi * me.privacy_value))
-        rho = st.x * offer.reward
-        st.rho, st.reward, st.participations = rho, offer.reward, me.participations
-        self._played[me.client_id] = rho
-        if rho > rho_remaining(me):
-            return Response(me.client_id, participate=False, reason="budget")
-        return Response(me.client_id, participate=True, rho=rho)
+        nu = column_of(clients, "privacy_value")
+        done = column_of(clients, "participations", np.int64)
+        fresh = ~st.started[ids]
+        if fresh.any():
+            self._start(ids[fresh], nu[fresh], phi, offer, market)
+        total = float(offer.plan.get("sum_rho_prev", math.nan))
+        learn = ~fresh & (st.reward[ids] > 0)
+        if math.isfinite(total) and learn.any():
+            self._update(ids[learn], nu[learn], done[learn], phi, total)
+        x = np.clip(st.x[ids], cfg.rho_min / reward, 1.0 / (phi * nu))
+        rho = x * reward
+        st.x[ids], st.rho[ids] = x, rho
+        st.reward[ids], st.participations[ids] = reward, done
+        ok = rho <= rho_left(clients)
+        reason = None if ok.all() else np.where(ok, "", "budget").astype(object)
+        return Responses(ids, ok, rho=np.where(ok, rho, math.nan), reason=reason)
 
-    def _distances(self) -> tuple[float, dict[int, float], dict[int, float]]:
-        star = self._value
-        ids = [i for i in star if i in self._played]
-        if not ids:
-            return math.nan, {}, {}
-        rho = np.array([self._played[i] for i in ids])
-        ref = np.array([star[i] for i in ids])
-        scale = max(float(ref.max()), 1e-300)
-        dist = float(np.abs(rho - ref).sum() / max(ref.sum(), 1e-300))
-        return (
-            dist,
-            dict(zip(ids, ref.tolist())),
-            dict(zip(ids, (np.abs(rho - ref) / scale).tolist())),
+    def _start(
+        self, ids: np.ndarray, nu: np.ndarray, phi: float, offer: Offer, market: MarketView
+    ) -> None:
+        st = self.state
+        if self.config.rule == "hedge":
+            weights = np.full(self.grid.size, 1.0 / self.grid.size)
+            st.x[ids] = float(weights @ self.grid) / (phi * nu)
+        else:  # init × the homogeneous-ν equilibrium share, from own ν and the player count
+            n = max(int(contest_of(offer, market).players.sum()), 2)
+            st.x[ids] = self.config.init * (n - 1) / (n * n * phi * nu)
+        st.started[ids] = True
+
+    def _update(
+        self, ids: np.ndarray, nu: np.ndarray, done: np.ndarray, phi: float, total: float
+    ) -> None:
+        """One learning step from last round's (R, ρ) and the broadcast delivered total."""
+        st, cfg = self.state, self.config
+        delivered = done > st.participations[ids]
+        own = st.rho[ids]
+        others = np.maximum(np.where(delivered, total - own, total), 0.0)
+        st.updates[ids] += 1
+        t = st.updates[ids]
+        if cfg.rule == "hedge":
+            ratio = phi * nu * others / st.reward[ids]
+            st.payoffs[ids] += hedge_payoffs(self.grid, ratio)
+            weights = hedge_weights(st.payoffs[ids], hedge_rate(cfg.eta, t, self.grid.size))
+            st.x[ids] = (weights @ self.grid) / (phi * nu)
+            return
+        st.x[ids] = log_gradient_step(
+            st.x[ids],
+            reward=st.reward[ids],
+            rho=own,
+            others=others,
+            nu=nu,
+            phi=phi,
+            eta=step_size(cfg.eta, t, cfg.decay),
         )
-
-    def round_metrics(self) -> dict[str, float]:
-        return {"learning_distance": self._distances()[0]}
-
-    def client_metrics(self) -> dict[str, dict[int, float]]:
-        _, ref, dist = self._distances()
-        return {"rho_equilibrium": ref, "eq_distance": dist}

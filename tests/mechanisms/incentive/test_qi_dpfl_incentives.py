@@ -86,15 +86,14 @@ def test_infeasible_clients_are_removed_and_excluded():
     assert sum(pay.values()) == pytest.approx(offer.reward)
     metrics, per_client = inc.round_metrics(), inc.client_metrics()
     assert metrics["removed_for_feasibility"] == 1.0
-    assert per_client["removed"] == {3: 1.0, 0: 0.0, 1: 0.0, 2: 0.0}
-    assert metrics["nash_gap_max"] < 1e-9
+    assert dict(per_client["removed"]) == {3: 1.0, 0: 0.0, 1: 0.0, 2: 0.0}
 
 
 def test_payments_are_shares_over_delivered_only():
     inc = QiDpfl(QiDpfl.Config(dim=90))
     inc.prepare(SetupContext(3, 5, (), None, {}, 5), rng=np.random.default_rng(0))
     offer = Offer(reward=6.0)
-    inc.nu, inc.sizes = {0: 1.0, 1: 1.0}, {0: 10, 1: 10}
+    inc.nu, inc.sizes = np.ones(2), np.full(2, 10.0)
     pay = inc.settle(
         offer, [Response(0, True, rho=1.0), Response(1, True, rho=2.0)], info=RoundInfo(1, 5, 3)
     )

@@ -1,0 +1,171 @@
+"""The model's per-round check of the game: diagnostics for every policy, and degeneracy.
+
+``FedGameModel`` runs :meth:`RoundMonitor.check` at the start of phase 10 (collect). It reads
+the round from the model's client table and calls the pure functions of
+:mod:`fedgame.game.diagnostics`, :mod:`fedgame.game.contest` and :mod:`fedgame.game.degeneracy`.
+It is the only stateful part of the game's maths: the last reward (for jumps), the run's
+:class:`~fedgame.game.degeneracy.DegeneracyLog` and whether the run should stop.
+
+When the incentive offers a contest (:class:`OffersContest`), the rounds table gains
+
+* ``nash_gap_max`` / ``nash_gap_mean``: ex-post absolute Nash gaps of the delivered clients;
+* ``nash_gap_norm_max``: the same, normalised by the client's payment;
+* ``nash_gap_ante_max`` / ``nash_gap_ante_norm_max``: ex-ante gaps of every player against the
+  offer, in expectation over delivery (straggle probabilities), budgets as caps;
+* ``eq_distance``: Σ|ρ − ρ*|/Σρ* over the players, ρ* the complete-information equilibrium
+  (ν, straggle probabilities and budgets known; the cartel if the game has one);
+* ``sum_rho_played``: Σρ of every response (delivered or not); ``client_surplus``: the delivered
+  clients' payments minus privacy costs;
+
+and the clients table ``rho_equilibrium`` (ρ_i*), ``nash_gap`` (ex post) and ``nash_gap_ante``.
+Every run gains ``degenerate`` and ``degenerate_reason`` (written by the collector).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from fedgame.game.degeneracy import DegeneracyLog, degenerate_kinds
+from fedgame.game.diagnostics import equilibrium_distance, nash_gaps
+from fedgame.game.rules import GameRules
+from fedgame.mechanisms.policy.game import equilibrium
+from fedgame.mechanisms.policy.market import contest_of, epsilon_to_zcdp
+from fedgame.views import MarketView
+
+ROUND_COLUMNS = (
+    "nash_gap_max",
+    "nash_gap_mean",
+    "nash_gap_norm_max",
+    "nash_gap_ante_max",
+    "nash_gap_ante_norm_max",
+    "eq_distance",
+    "sum_rho_played",
+    "client_surplus",
+)
+CLIENT_COLUMNS = ("rho_equilibrium", "nash_gap", "nash_gap_ante")
+#: a client with less zCDP budget left than this is out of the game (``budget_aware``'s
+#: default ``min_rho``): a deviation it cannot afford is not counted as a gap
+MIN_LEFT = 1e-6
+
+
+@runtime_checkable
+class OffersContest(Protocol):
+    """Capability of an incentive: its offer is a Tullock contest (``Offer.plan`` carries
+    ``phi``, ``quadratic`` and ``cap``)."""
+
+    offers_contest: bool
+
+
+class RoundMonitor:
+    """Per-round game diagnostics and degeneracy check (module doc).
+
+    Args:
+        rules: the scenario's ``game:`` rules.
+        contest: whether the incentive offers a contest (adds the game columns).
+        clip: the privacy mechanism's clipping bound (noise is measured against it).
+    """
+
+    def __init__(self, rules: GameRules, *, contest: bool, clip: float) -> None:
+        self.rules = rules
+        self.contest = contest
+        self.clip = clip
+        self.round_columns: tuple[str, ...] = ROUND_COLUMNS if contest else ()
+        self.client_columns: tuple[str, ...] = CLIENT_COLUMNS if contest else ()
+        self.log = DegeneracyLog()
+        self.kinds: tuple[str, ...] = ()
+        self.stop_requested = False
+        self.previous_reward = math.nan
+        self._round: dict[str, float] = {}
+
+    def check(self, model: Any) -> None:
+        """Diagnose the round the model just played (writes the clients-table columns)."""
+        table, state = model.table, model.state
+        offer = state.offer
+        uploaded = np.flatnonzero(table.uploaded)
+        rho_up = np.nan_to_num(table.response_rho[uploaded], nan=0.0)
+        self.kinds = degenerate_kinds(
+            reward=float(offer.reward),
+            previous_reward=self.previous_reward,
+            rho=rho_up,
+            payments=table.reward[uploaded],
+            noise_std=table.noise_std[uploaded],
+            clip=self.clip,
+            thresholds=self.rules.degeneracy,
+        )
+        self.previous_reward = float(offer.reward)
+        self.log.record(state.info.round, self.kinds)
+        if self.kinds and self.rules.stop_on_degenerate:
+            self.stop_requested = True
+        if self.contest:
+            self._diagnose(model, uploaded, rho_up)
+
+    def _diagnose(self, model: Any, uploaded: np.ndarray, rho_up: np.ndarray) -> None:
+        table, offer = model.table, model.state.offer
+        market = MarketView(table.views(), model.state.info, game=self.rules)
+        left = self._left_at_play(table)
+        contest = contest_of(offer, market, left=left, min_left=MIN_LEFT)
+        nan = math.nan
+        self._round = dict.fromkeys(ROUND_COLUMNS, nan)
+        played = np.nan_to_num(np.where(table.participating, table.response_rho, 0.0), nan=0.0)
+        self._round["sum_rho_played"] = float(played.sum())
+        nu, phi, quad = contest.nu, contest.phi, contest.quadratic
+        paid = table.reward[uploaded]
+        cost = phi * nu[uploaded] * (rho_up**2 if quad else rho_up)
+        self._round["client_surplus"] = float((paid - cost).sum())
+        if contest.reward <= 0:
+            return
+        cap = np.minimum(contest.left, contest.cap)
+        players = contest.players | (played > 0)
+        reward = contest.reward
+        ante = nash_gaps(
+            played[players],
+            nu[players],
+            reward=reward,
+            phi=phi,
+            quadratic=quad,
+            p=contest.p[players],
+            caps=cap[players],
+        )
+        self._round["nash_gap_ante_max"] = ante.max
+        self._round["nash_gap_ante_norm_max"] = ante.normalised_max
+        table.extra["nash_gap_ante"][players] = ante.absolute
+        if uploaded.size:
+            post = nash_gaps(
+                rho_up, nu[uploaded], reward=reward, phi=phi, quadratic=quad, caps=cap[uploaded]
+            )
+            self._round["nash_gap_max"] = post.max
+            self._round["nash_gap_mean"] = post.mean
+            self._round["nash_gap_norm_max"] = post.normalised_max
+            table.extra["nash_gap"][uploaded] = post.absolute
+        star = equilibrium(
+            contest,
+            contest.players,
+            complete_information=True,
+            cartel=self.rules.cartel and not np.any(contest.p[contest.colluder] < 1),
+            caps=contest.left,
+        )
+        table.extra["rho_equilibrium"][contest.players] = star[contest.players]
+        self._round["eq_distance"] = equilibrium_distance(played[players], star[players])
+
+    @staticmethod
+    def _left_at_play(table: Any) -> np.ndarray:
+        """Every client's remaining zCDP budget when it answered the offer (before this
+        round's charge: ε spent minus ε charged)."""
+        total = table.epsilon_total
+        spent = np.clip(table.epsilon_spent - table.epsilon_charged, 0.0, total)
+        left = epsilon_to_zcdp(total, table.delta) - epsilon_to_zcdp(spent, table.delta)
+        return np.where(np.isinf(total), np.inf, np.maximum(left, 0.0))
+
+    def round_metrics(self) -> dict[str, float]:
+        return dict(self._round) if self.contest else {}
+
+    def client_metrics(self) -> dict[str, Any]:
+        return {}  # written into the table by check()
+
+    @property
+    def degenerate_reason(self) -> str:
+        """This round's kinds joined by ``;`` (empty when sound)."""
+        return ";".join(self.kinds)

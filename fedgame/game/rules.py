@@ -1,0 +1,84 @@
+"""The rules of the game a scenario plays, shared by the leader, the followers and the model.
+
+``game:`` in a scenario file::
+
+    game:
+      complete_information: true   # straggle probabilities are common knowledge
+      cartel: true                 # the colluders (population.colluders) form a cartel
+      stop_on_degenerate: true     # stop the run at the first degenerate round
+      degeneracy: {noise_ratio: 10, reward_jump: 10}
+
+Every plug-in sees them as ``MarketView.game``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
+
+from fedgame.errors import ScenarioError
+
+
+class DegeneracyThresholds(BaseModel):
+    """When a round counts as degenerate (:mod:`fedgame.game.degeneracy`).
+
+    Attributes:
+        min_players: a contest (reward > 0) with fewer delivered contributors is degenerate
+            (``lone_player``; 0 contributors is ``no_players``).
+        max_share: one player earning at least this share of the payments (``near_lone``).
+        knife_edge: a delivered budget below this fraction of the largest one
+            (``knife_edge``: a marginal client barely inside the active set).
+        noise_ratio: the noise std per coordinate of the average delivered update above this
+            multiple of the clipping bound (``noise``).
+        reward_jump: R_t/R_(t−1) above this factor or below its inverse (``reward_jump``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    min_players: int = Field(default=2, ge=1)
+    max_share: float = Field(default=0.9, gt=0.5, le=1.0)
+    knife_edge: float = Field(default=1e-3, ge=0.0, lt=1.0)
+    noise_ratio: PositiveFloat = 10.0
+    reward_jump: float = Field(default=10.0, gt=1.0)
+
+
+class GameRules(BaseModel):
+    """Switches of the game (module doc).
+
+    Attributes:
+        complete_information: the straggle probabilities are common knowledge: equilibrium-
+            playing followers (and a leader with ``delivery: expected``) maximise expected-
+            delivery utilities (:mod:`fedgame.game.contest`).
+        cartel: the colluding clients form a cartel that coordinates its budgets to maximise
+            the cartel's joint utility (:func:`fedgame.game.contest.contest_equilibrium`).
+        stop_on_degenerate: stop the run after the first degenerate round (manifest status
+            ``degenerate``, ``fedgame run`` exit code 4).
+        degeneracy: the thresholds of the per-round check.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    complete_information: bool = False
+    cartel: bool = False
+    stop_on_degenerate: bool = False
+    degeneracy: DegeneracyThresholds = Field(default_factory=DegeneracyThresholds)
+
+
+def check_rules(scenario: Any) -> None:
+    """Cross-field checks of ``game:`` against the population (exit 2 on failure)."""
+    rules, pop = scenario.game, scenario.population
+    if not rules.cartel:
+        return
+    if pop.colluders < 2:
+        raise ScenarioError(
+            "game.cartel",
+            True,
+            f"a cartel needs at least 2 colluding clients (population.colluders is "
+            f"{pop.colluders}, at most population.clients - 1 = {pop.clients - 1})",
+        )
+    if rules.complete_information and pop.straggle_prob.support()[1] > 0:
+        raise ScenarioError(
+            "game.cartel",
+            True,
+            "a cartel is modelled with full delivery only: not with game.complete_information "
+            "and straggle_prob > 0",
+        )

@@ -1,0 +1,93 @@
+"""The round's contest as the followers see it: who can play, their ν, budgets and delivery.
+
+Read from the market's columns (``ClientViews.column``), never one view at a time. Remaining
+budgets are in zCDP units: ρ_left = ρ(ε_total) − ρ(ε_spent) with ρ(ε) the inverse of
+ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3; exact for the ``zcdp`` accountant;
+``fedgame.privacy.calibrate.epsilon_to_zcdp``, vectorised here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fedgame.views import MarketView, Offer, column_of, ids_of
+
+
+def epsilon_to_zcdp(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """ρ(ε) = (ε / (sqrt(L + ε) + sqrt(L)))², L = ln(1/δ), elementwise (inf stays inf)."""
+    log_term = np.log(1.0 / np.asarray(delta, dtype=float))
+    eps = np.maximum(np.asarray(epsilon, dtype=float), 0.0)
+    with np.errstate(invalid="ignore"):
+        rho = (eps / (np.sqrt(log_term + eps) + np.sqrt(log_term))) ** 2
+    return np.where(np.isinf(eps), np.inf, rho)
+
+
+def rho_left(clients: Sequence[Any]) -> np.ndarray:
+    """Remaining zCDP budget of every client (inf without a finite budget)."""
+    total = column_of(clients, "epsilon_total")
+    spent = np.minimum(column_of(clients, "epsilon_spent"), total)
+    delta = column_of(clients, "delta")
+    left = epsilon_to_zcdp(total, delta) - epsilon_to_zcdp(spent, delta)
+    return np.where(np.isinf(total), np.inf, np.maximum(left, 0.0))
+
+
+def rho_remaining(view: Any) -> float:
+    """Remaining zCDP budget of one client view."""
+    return float(rho_left((view,))[0])
+
+
+@dataclass(frozen=True)
+class Contest:
+    """Everyone in the market, as columns: ``ids``, ``players`` (reachable, not excluded,
+    with budget, may deliver) and each client's ν, delivery probability, remaining budget
+    and colluder flag."""
+
+    ids: np.ndarray
+    players: np.ndarray
+    nu: np.ndarray
+    p: np.ndarray
+    left: np.ndarray
+    colluder: np.ndarray
+    reward: float
+    phi: float
+    quadratic: bool
+    cap: float
+
+    def by_id(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per market client) as an array indexed by client id."""
+        out = np.zeros(int(self.ids.max()) + 1 if self.ids.size else 0)
+        out[self.ids] = values
+        return out
+
+
+def contest_of(
+    offer: Offer, market: MarketView, *, min_left: float = 0.0, left: np.ndarray | None = None
+) -> Contest:
+    """The round's contest: players are reachable, not excluded, with more than ``min_left``
+    of their budget (``left``, default: what the views say is left), and can deliver
+    (straggle probability below 1)."""
+    clients = market.clients
+    ids = ids_of(clients)
+    straggle = column_of(clients, "straggle_prob")
+    players = column_of(clients, "reachable", bool).copy()
+    if offer.excluded:
+        players &= ~np.isin(ids, np.fromiter(offer.excluded, np.int64, len(offer.excluded)))
+    left = rho_left(clients) if left is None else left
+    players &= (left > min_left) & (straggle < 1.0)
+    plan = offer.plan
+    return Contest(
+        ids=ids,
+        players=players,
+        nu=column_of(clients, "privacy_value"),
+        p=np.clip(1.0 - straggle, 0.0, 1.0),
+        left=left,
+        colluder=column_of(clients, "colluder", bool),
+        reward=float(offer.reward),
+        phi=float(plan.get("phi", 1.0)),
+        quadratic=bool(plan.get("quadratic", 0.0)),
+        cap=float(plan.get("cap", np.inf)),
+    )

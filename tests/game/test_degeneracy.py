@@ -1,0 +1,159 @@
+"""Degenerate play is never silent: the per-round check, the run's record, the CLI line."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from fedgame.cli import main
+from fedgame.game.degeneracy import DegeneracyLog, degenerate_kinds
+from fedgame.game.rules import DegeneracyThresholds
+from fedgame.run.single import simulate
+from fedgame.scenario.load import load_scenario, validate
+
+TH = DegeneracyThresholds()
+SOUND = {
+    "reward": 1.0,
+    "previous_reward": 0.95,
+    "rho": [0.3, 0.35, 0.4],
+    "payments": [0.3, 0.33, 0.37],
+    "noise_std": [2.0, 2.0, 2.0],
+    "clip": 1.0,
+    "thresholds": TH,
+}
+
+
+def kinds(**changes):
+    return degenerate_kinds(**{**SOUND, **changes})
+
+
+def test_a_sound_round_is_not_degenerate():
+    assert kinds() == ()
+    assert kinds(previous_reward=math.nan) == ()
+
+
+@pytest.mark.parametrize(
+    ("changes", "kind"),
+    [
+        ({"rho": [], "payments": [], "noise_std": []}, "no_players"),
+        ({"rho": [0.3], "payments": [1.0], "noise_std": [2.0]}, "lone_player"),
+        ({"rho": [0.3, 4e-13, 0.4], "payments": [0.45, 1e-12, 0.55]}, "knife_edge"),
+        ({"payments": [0.01, 0.01, 0.98]}, "near_lone"),
+        ({"noise_std": [93215.0, 1.0, 1.0]}, "noise"),
+        ({"previous_reward": 0.09}, "reward_jump"),
+        ({"previous_reward": 11.0}, "reward_jump"),
+    ],
+)
+def test_each_kind_fires_alone(changes, kind):
+    assert kinds(**changes) == (kind,)
+
+
+def test_thresholds_move_the_line():
+    assert kinds(previous_reward=0.2) == ()
+    strict = DegeneracyThresholds(reward_jump=2.0)
+    assert kinds(previous_reward=0.2, thresholds=strict) == ("reward_jump",)
+
+
+def test_log_keeps_first_round_and_counts():
+    log = DegeneracyLog()
+    log.record(3, ("noise",))
+    log.record(4, ())
+    log.record(5, ("noise", "lone_player"))
+    assert log.rounds == 2
+    warned = log.warnings()
+    assert warned["noise"]["first_round"] == 3 and warned["noise"]["rounds"] == 2
+    assert warned["lone_player"]["first_round"] == 5
+    assert "lone_player from round 5" in log.summary(6)
+
+
+def collapse(rounds: int = 8) -> dict:
+    """The collapse of the issue, small: ``budget_aware`` followers, QI-DPFL reward, zCDP, and
+    budgets that run out for all but one client (ε = 0.4 for 19 clients, 1000 for one)."""
+    n = 20
+    return {
+        "name": "collapse",
+        "seed": 3,
+        "rounds": rounds,
+        "population": {
+            "clients": n,
+            "privacy_value": {"dist": "uniform", "low": 0.98, "high": 1.02},
+            "budget": {"epsilon": {"dist": "list", "values": [1000.0] + [0.4] * (n - 1)}},
+            "straggle_prob": 0.0,
+        },
+        "data": {"dataset": {"kind": "digits"}, "partition": {"kind": "iid"}},
+        "model": {"kind": "logreg"},
+        "training": {"local_steps": 1, "batch_size": 8, "lr": 0.1, "device": "cpu"},
+        "selection": {"kind": "all"},
+        "incentive": {"kind": "qi_dpfl"},
+        "policy": {"kind": "budget_aware"},
+        "privacy": {"kind": "zcdp_gaussian", "clip": 1.0},
+        "network": {"faults": {"kind": "independent", "link_failure": 0.0}},
+    }
+
+
+def test_collapse_is_flagged_in_rounds_and_manifest():
+    result = simulate(validate(collapse()))
+    rounds, manifest = result.rounds, result.manifest
+    assert manifest["status"] == "completed"
+    assert rounds["degenerate"].any()
+    flagged = rounds[rounds["degenerate"]]
+    assert (flagged["degenerate_reason"] != "").all()
+    assert (rounds.loc[~rounds["degenerate"], "degenerate_reason"] == "").all()
+    warned = manifest["warnings"]
+    assert warned and manifest["degenerate_rounds"] == int(rounds["degenerate"].sum())
+    first = min(w["first_round"] for w in warned.values())
+    assert first == int(flagged["round"].min())
+
+
+def test_stop_on_degenerate_keeps_the_rounds(write_scenario, tmp_path, capsys):
+    raw = collapse()
+    raw["game"] = {"stop_on_degenerate": True}
+    path = write_scenario(raw)
+    code = main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 4
+    assert "fedgame: warning: degenerate play in" in err
+    assert "run stopped on degenerate play" in err
+    manifest = json.loads(next((tmp_path / "out").rglob("manifest.json")).read_text())
+    assert manifest["status"] == "degenerate"
+    assert manifest["rounds_completed"] < raw["rounds"]
+    assert manifest["warnings"]
+
+
+def test_quiet_run_names_degenerate_play_in_one_line(write_scenario, tmp_path, capsys):
+    path = write_scenario(collapse())
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "degenerate" in ln]
+    assert len(lines) == 1 and lines[0].startswith("fedgame: warning: degenerate play in")
+
+
+REPO = Path(__file__).resolve().parents[2]
+GAME_SCENARIOS = ["qi_dpfl_digits", "sweep_population_stragglers", "quickstart"]
+
+
+@pytest.mark.parametrize("name", GAME_SCENARIOS)
+def test_shipped_scenarios_play_soundly_to_the_end(name):
+    """Full length (the game does not depend on the model's accuracy, so training is cut)."""
+    scenario = load_scenario(
+        REPO / "scenarios" / f"{name}.yaml",
+        ["training.device=cpu", "training.local_steps=1"],
+    )
+    result = simulate(scenario)
+    assert result.manifest["warnings"] == {}, result.manifest["warnings"]
+    assert not result.rounds["degenerate"].any()
+
+
+def test_game_rules_reject_bad_thresholds():
+    with pytest.raises(Exception, match="reward_jump"):
+        validate(
+            {
+                **yaml.safe_load(yaml.safe_dump(collapse())),
+                "game": {"degeneracy": {"reward_jump": 0.5}},
+            }
+        )
+    assert np.isfinite(TH.noise_ratio)
