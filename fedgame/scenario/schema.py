@@ -9,7 +9,7 @@ and its params are validated against that plug-in's own ``Config`` by
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -108,9 +108,16 @@ class Network(_Strict):
 
 
 class Output(_Strict):
-    """Where results go: ``<dir>/<scenario name>/<run-id>/`` (checked writable before a run)."""
+    """Where results go: ``<dir>/<scenario name>/<run-id>/`` (checked writable before a run).
+
+    ``clients``: rows of the clients table: ``all`` (every client, every round), ``active``
+    (each round's selected, charged, paid or plug-in-reported clients), ``none``; ``auto``
+    is ``all`` up to 2,000,000 client rows (clients x rounds), else ``active``
+    (:func:`fedgame.collect.clients_table_mode`). The rounds table is always written.
+    """
 
     dir: str = Field(default="results", min_length=1, max_length=4096)
+    clients: Literal["auto", "all", "active", "none"] = "auto"
 
     @field_validator("dir")
     @classmethod
