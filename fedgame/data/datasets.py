@@ -164,7 +164,12 @@ class Digits:
         """Parameters of ``digits``."""
 
         model_config = ConfigDict(extra="forbid", frozen=True)
-        test_fraction: float = Field(0.2, gt=0.0, lt=1.0)
+        test_fraction: float = Field(
+            0.2,
+            gt=0.0,
+            lt=1.0,
+            description="share of the 1,797 images held out for testing, in (0, 1)",
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

@@ -139,10 +139,19 @@ class IdxConfig(BaseModel):
     """Parameters shared by the IDX-backed datasets."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    path: str | None = None
-    max_train: int | None = Field(None, ge=1)
-    max_test: int | None = Field(None, ge=1)
-    fallback: Literal["digits", "mnist1d", "synthetic"] | None = None
+    path: str | None = Field(
+        None,
+        description="folder holding the four IDX files (raw or .gz); unset: the default folder",
+    )
+    max_train: int | None = Field(
+        None, ge=1, description="training images kept (a seeded subsample), >= 1; unset: all"
+    )
+    max_test: int | None = Field(
+        None, ge=1, description="test images kept (a seeded subsample), >= 1; unset: all"
+    )
+    fallback: Literal["digits", "mnist1d", "synthetic"] | None = Field(
+        None, description="dataset loaded (with a warning) when the files are missing; unset: error"
+    )
 
 
 class _IdxDataset:

@@ -36,8 +36,12 @@ class Sampled:
         """Parameters of ``sampled``."""
 
         model_config = ConfigDict(extra="forbid", frozen=True)
-        size: PositiveInt = Field(32, le=1_000_000)
-        classes: PositiveInt | None = None
+        size: PositiveInt = Field(
+            32, le=1_000_000, description="training samples each client draws, 1..10^6"
+        )
+        classes: PositiveInt | None = Field(
+            None, description="distinct classes per client (label skew); unset: iid draws"
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

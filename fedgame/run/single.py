@@ -139,6 +139,7 @@ def _result(
         "rounds_completed": len(rounds),
         "created": created,
         "device": str(model.world.device),
+        "device_requested": scenario.training.device,
         "clients_table": model.datacollector.clients,
         "clients_table_rule": clients_table_reason(scenario),
         "dataset": model.world.dataset.name,

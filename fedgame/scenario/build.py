@@ -69,9 +69,19 @@ def _key_prefix(prefix: str) -> Iterator[None]:
 
 
 def resolve_device(name: str) -> torch.device:
-    """``auto`` -> CUDA when available, else CPU; ``cuda`` without a GPU is a scenario error."""
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ScenarioError("training.device", name, "CUDA is not available here; use auto or cpu")
+    """``auto`` -> CUDA when available, else CPU; ``cuda`` without a GPU, or ``cuda:N`` past
+    the visible GPUs, is a scenario error (exit 2)."""
+    if name.startswith("cuda"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ScenarioError(
+                "training.device", name, "CUDA is not available here; use auto or cpu"
+            )
+        index = int(name.partition(":")[2] or 0)
+        if index >= count:
+            raise ScenarioError(
+                "training.device", name, f"a visible GPU: cuda:0 .. cuda:{count - 1}, or cuda"
+            )
     return learner_device(name)
 
 

@@ -132,6 +132,19 @@ class Sweep(_Strict):
 
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     replicates: PositiveInt = 1
+    gpus_per_run: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=8.0,
+        description="GPUs a Ray task asks for when its run trains on CUDA, in (0, 8] (a "
+        "fraction shares a GPU between runs); CPU runs ask for none",
+    )
+    workers_per_gpu: PositiveInt = Field(
+        default=1,
+        le=64,
+        description="local executor workers per visible GPU when the runs train on CUDA, "
+        "1..64 (each worker sees only its GPU through CUDA_VISIBLE_DEVICES)",
+    )
 
 
 class Scenario(_Strict):

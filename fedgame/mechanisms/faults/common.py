@@ -39,8 +39,12 @@ class LinkConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    link_failure: Prob = 0.0
-    edge_failure: Prob = 0.0
+    link_failure: Prob = Field(
+        0.0, description="probability a client-server link is down for a round, [0, 1]"
+    )
+    edge_failure: Prob = Field(
+        0.0, description="probability a client-client graph edge is down for a round, [0, 1]"
+    )
 
 
 def check_server_reachable(link_failure: float, *, key: str) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.common import (
@@ -63,12 +63,24 @@ class DeadlineStragglers(RecordsDraw):
     client_columns = ("compute_time", "finish_time")
 
     class Config(LinkConfig):
-        time_per_sample: PositiveFloat = 0.001
-        work: Literal["dataset", "constant"] = "dataset"
-        work_samples: PositiveInt = 100
-        compute_sigma: NonNegativeFloat = 0.5
-        upload_latency: NonNegativeFloat = 0.1
-        deadline: PositiveFloat = 1.0
+        time_per_sample: PositiveFloat = Field(
+            0.001, description="seconds of simulated compute per training sample, > 0"
+        )
+        work: Literal["dataset", "constant"] = Field(
+            "dataset", description="samples of work: the client's dataset size, or work_samples"
+        )
+        work_samples: PositiveInt = Field(
+            100, description="samples of work per client when work is constant, >= 1"
+        )
+        compute_sigma: NonNegativeFloat = Field(
+            0.5, description="lognormal slowness: compute time x exp(sigma Z), sigma >= 0"
+        )
+        upload_latency: NonNegativeFloat = Field(
+            0.1, description="mean of the exponential upload time, seconds, >= 0"
+        )
+        deadline: PositiveFloat = Field(
+            1.0, description="seconds after which a client's upload is a straggler, > 0"
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config
