@@ -17,7 +17,16 @@ Columns:
 and the ratios (c)/(b) and (a)/(b). The last line also gives (a)/(b) with (b)'s evaluation
 taken out (then (a)'s evaluation counts as overhead).
 
-Usage: ``python bench/round_speed.py [--threads N] [--rounds R] [--warmup W] [--device cpu]``
+``--population mixed`` gives (a) a mixed-behaviour population (half ``always``, a third
+``fixed`` at rho 0.05, the rest a second ``always`` type): three agent types, of which the
+``fixed`` type answers agent by agent (its policy has no batched ``respond_all``), so its
+cost grows with N. Where N exceeds the training samples, each client draws its own shard of
+``--samples // N`` (at least 8) samples from the shared pool (partition ``sampled``) for
+(a), (b) and (c) alike.
+
+Usage: ``python bench/round_speed.py [--clients N] [--selected K] [--population uniform|mixed]
+[--threads N] [--rounds R] [--warmup W] [--device cpu|cuda|cuda:N|auto]``
+(N = 100,000: ``--clients 100000``; on a GPU: ``--device cuda``).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from typing import Any
 
 import numpy as np
 import torch
@@ -64,27 +74,43 @@ def end_to_end_model(args: argparse.Namespace):
     from fedgame.model import FedGameModel
     from fedgame.scenario.load import validate
 
-    scenario = validate(
-        {
-            "name": "bench",
-            "seed": args.seed,
-            "rounds": args.warmup + args.rounds,
-            "population": {
-                "clients": args.clients,
-                "budget": {"epsilon": {"dist": "uniform", "low": 5.0, "high": 50.0}},
-            },
-            "data": {
-                "dataset": {"kind": "mnist1d", "num_samples": int(args.samples / 0.8) + 10},
-                "partition": "iid",
-            },
-            "model": "logreg",
-            "training": {"local_steps": 5, "batch_size": 32, "lr": 0.05, "device": args.device},
-            "selection": {"kind": "uniform", "k": args.selected},
-            "privacy": {"kind": "gaussian", "clip": 1.0},
-            "network": {"faults": "none"},
-        }
-    )
-    return FedGameModel(scenario)
+    data: dict[str, Any] = {
+        "name": "bench",
+        "seed": args.seed,
+        "rounds": args.warmup + args.rounds,
+        "population": {
+            "clients": args.clients,
+            "budget": {"epsilon": {"dist": "uniform", "low": 5.0, "high": 50.0}},
+        },
+        "data": {
+            "dataset": {"kind": "mnist1d", "num_samples": int(args.samples / 0.8) + 10},
+            "partition": partition(args),
+        },
+        "model": "logreg",
+        "training": {"local_steps": 5, "batch_size": 32, "lr": 0.05, "device": args.device},
+        "selection": {"kind": "uniform", "k": args.selected},
+        "privacy": {"kind": "gaussian", "clip": 1.0},
+        "network": {"faults": "none"},
+        "output": {"clients": "active" if args.clients > 10_000 else "all"},
+    }
+    if args.population == "mixed":
+        data["population"]["behaviours"] = MIXED
+    return FedGameModel(validate(data))
+
+
+#: the mixed-behaviour population of ``--population mixed``
+MIXED = [
+    {"kind": "always", "share": 0.5},
+    {"kind": "fixed", "share": 0.3, "rho": 0.05},
+    {"kind": "always", "share": 0.2, "name": "loyal"},
+]
+
+
+def partition(args: argparse.Namespace) -> dict[str, Any]:
+    """``iid`` while every client can have its own samples, else per-client shared shards."""
+    if args.clients <= args.samples:
+        return {"kind": "iid"}
+    return {"kind": "sampled", "size": max(8, args.samples // args.clients)}
 
 
 def main() -> None:
@@ -96,14 +122,23 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=40000)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
+    parser.add_argument("--population", choices=["uniform", "mixed"], default="uniform")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
     x, y, x_test, y_test, source = load_data(args.samples, seed=args.seed)
     rng = np.random.default_rng(args.seed + 1)
-    client_indices = np.array_split(rng.permutation(len(y)), args.clients)
+    if args.clients <= args.samples:
+        client_indices = np.array_split(rng.permutation(len(y)), args.clients)
+    else:  # the shared-pool shards (a) uses; a ClientShards reads as a list of arrays
+        from fedgame.data.sampled import Sampled
+
+        size = int(partition(args)["size"])
+        client_indices = Sampled(Sampled.Config(size=size)).split(
+            y, num_clients=args.clients, rng=rng
+        )
     settings = TrainingSettings(local_steps=5, batch_size=32, lr=0.05, device=args.device)
     module = LogReg().build(input_shape=(40,), num_classes=10)
     gen = torch.Generator()
@@ -120,7 +155,10 @@ def main() -> None:
         settings=settings,
         device=args.device,
     )
-    sigma = torch.from_numpy(rng.uniform(0.001, 0.01, args.clients)).float()
+    sigma = torch.from_numpy(rng.uniform(0.001, 0.01, args.clients)).float().to(learner.device)
+    cpu_gen = gen  # (c) runs on the CPU
+    gen = torch.Generator(device=learner.device)  # (b): every tensor on the run's device
+    gen.manual_seed(args.seed)
     selections = [
         rng.choice(args.clients, size=args.selected, replace=False).tolist()
         for _ in range(args.warmup + args.rounds)
@@ -131,8 +169,8 @@ def main() -> None:
         res = learner.train(ids, round_index=t, generator=gen)
         u = res.updates
         u = u * clip_scale(u.norm(dim=1), bound=1.0)[:, None]
-        noise = torch.randn(u.shape, generator=gen).to(u.device)
-        u = u + sigma[ids].to(u.device)[:, None] * noise
+        noise = torch.randn(u.shape, generator=gen, device=u.device)
+        u = u + sigma[torch.as_tensor(ids, device=u.device)][:, None] * noise
         learner.apply_update(u.mean(dim=0))
         start = time.perf_counter()
         learner.evaluate()
@@ -145,7 +183,8 @@ def main() -> None:
     @torch.no_grad()
     def plain_evaluate() -> tuple[float, float]:
         """Test accuracy and loss the usual way: one forward pass and ``F.cross_entropy``."""
-        logits = functional_call(module, learner.layout.unflatten(learner.global_params), x_test_t)
+        glob = learner.layout.unflatten(learner.global_params.cpu())
+        logits = functional_call(module, glob, x_test_t)
         loss = F.cross_entropy(logits, y_test_t)
         accuracy = (logits.argmax(dim=1) == y_test_t).float().mean()
         return float(accuracy), float(loss)
@@ -169,7 +208,7 @@ def main() -> None:
         for k, cid in enumerate(ids):
             u = res.updates[k]
             u = u * min(1.0, 1.0 / max(float(u.norm()), 1e-12))
-            u = u + float(sigma[cid]) * torch.randn(u.shape, generator=gen)
+            u = u + float(sigma[cid]) * torch.randn(u.shape, generator=cpu_gen)
             total += u
         learner.apply_update(total / len(ids))
         plain_evaluate()
@@ -201,7 +240,8 @@ def main() -> None:
     a, b = interleaved(round_end_to_end, round_batched)
     (c,) = interleaved(round_sequential)
     print(
-        f"data: {source}; N={args.clients} K={args.selected} logreg, 5 local steps, batch 32; "
+        f"data: {source}; N={args.clients} K={args.selected} population={args.population} "
+        f"logreg, 5 local steps, batch 32; "
         f"threads={args.threads} device={learner.device}; {args.rounds} rounds after "
         f"{args.warmup} warm-up (median; (a) and (b) take turns each round)"
     )

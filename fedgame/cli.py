@@ -214,6 +214,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{scenario.name}: {len(result.rounds)} rounds, test accuracy "
             f"{last['test_accuracy']:.4f}, mean epsilon spent {last['epsilon_spent_mean']:.3f}"
         )
+        print(f"clients table: {result.manifest['clients_table_rule']}")
         print(f"results: {result.run_dir}")
     return 0
 

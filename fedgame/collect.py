@@ -5,6 +5,12 @@ plug-ins add columns by declaring ``round_columns``/``client_columns`` (the ``Re
 ``ReportsClients`` capabilities). ``ClientTableCollector`` is a Mesa ``DataCollector``: the
 rounds table is its model variables, the clients table its agent variables, recorded as one
 block of columns per step instead of one reporter call per agent and attribute.
+
+How much of the clients table is kept is ``output.clients`` (:func:`clients_table_mode`):
+``all`` (one row per client per round), ``active`` (per round, only the clients the round
+touched: selected, charged, paid or reported on by a plug-in) or ``none``; the rounds table,
+the per-round summary, is always kept. ``auto`` (the default) is ``all`` while
+``population.clients x rounds`` is at most :data:`AUTO_ALL_ROWS`, else ``active``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from fedgame.mechanisms.base import ReportsClients, ReportsRounds
 
 if TYPE_CHECKING:
     from fedgame.model import FedGameModel
+
+#: what ``output.clients`` may say the clients table records (``auto`` picks one)
+CLIENT_MODES = ("all", "active", "none")
 
 ROUND_COLUMNS = (
     "test_accuracy",
@@ -45,6 +54,33 @@ ROUND_COLUMNS = (
     "lr",
     "wall_time_s",
 )
+
+
+#: ``output.clients: auto`` keeps every client's row while clients x rounds is at most this
+#: (about 0.5 GB of table held in memory); larger runs keep the active clients' rows only
+AUTO_ALL_ROWS = 2_000_000
+
+
+def clients_table_mode(scenario: Any) -> str:
+    """``all``, ``active`` or ``none``: what the clients table of ``scenario`` records."""
+    mode = str(scenario.output.clients)
+    if mode != "auto":
+        return mode
+    rows = scenario.population.clients * scenario.rounds
+    return "all" if rows <= AUTO_ALL_ROWS else "active"
+
+
+def clients_table_reason(scenario: Any) -> str:
+    """Why the clients table has the mode it has (one line, for the manifest and the CLI)."""
+    mode = clients_table_mode(scenario)
+    if str(scenario.output.clients) != "auto":
+        return f"{mode} (output.clients: {mode})"
+    rows = scenario.population.clients * scenario.rounds
+    relation = "<=" if mode == "all" else ">"
+    return (
+        f"{mode} (output.clients: auto; {scenario.population.clients} clients x "
+        f"{scenario.rounds} rounds = {rows} rows {relation} {AUTO_ALL_ROWS})"
+    )
 
 
 def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]]:
@@ -102,7 +138,9 @@ class AgentRecords(Mapping[int, list[tuple[Any, ...]]]):
 
     def __getitem__(self, step: int) -> list[tuple[Any, ...]]:
         block = self.collector.blocks[step]
-        ids = self.collector.agent_ids.tolist()
+        if not block:
+            return []
+        ids = self.collector.agent_ids[block["client_id"]].tolist()
         columns = [block[name].tolist() for name in self.collector.client_columns]
         return [(step, aid, *row) for aid, *row in zip(ids, *columns)]
 
@@ -119,39 +157,61 @@ class ClientTableCollector(mesa.DataCollector):
     ``collect`` is called at step 0 (the model as built) and after every round, as in Mesa, so
     ``get_model_vars_dataframe()`` row *s* is step *s*. ``agent_reporters`` names the clients
     table's columns (``CLIENT_COLUMNS`` then the plug-in columns); each step records them as a
-    copy of the table's columns. ``get_agent_vars_dataframe()`` is the clients table indexed by
-    (Step, AgentID), ``get_agenttype_vars_dataframe(T)`` its rows of agent type ``T`` (a
-    behaviour, or ``ClientAgent`` for all), and ``client_frame()`` the tidy table with a
-    ``round`` column.
+    copy of the table's columns: every client's (``clients="all"``), the rows the round
+    touched (``"active"``) or none (``"none"``). ``get_agent_vars_dataframe()`` is the
+    clients table indexed by (Step, AgentID), ``get_agenttype_vars_dataframe(T)`` its rows of
+    agent type ``T`` (a behaviour, or ``ClientAgent`` for all), and ``client_frame()`` the
+    tidy table with a ``round`` column.
     """
 
-    def __init__(self, *, round_extra: Iterable[str] = (), table: ClientTable) -> None:
+    def __init__(
+        self, *, round_extra: Iterable[str] = (), table: ClientTable, clients: str = "all"
+    ) -> None:
         names = [*ROUND_COLUMNS, *(c for c in round_extra if c not in ROUND_COLUMNS)]
         super().__init__(model_reporters={name: _summary_reporter(name) for name in names})
+        if clients not in CLIENT_MODES:
+            raise ValueError(f"clients must be one of {', '.join(CLIENT_MODES)}, not {clients!r}")
         self.table = table
+        self.clients = clients
         self.client_columns: tuple[str, ...] = (*CLIENT_COLUMNS, *table.extra_columns)
         self.agent_reporters = {name: name for name in self.client_columns}
         self.blocks: dict[int, dict[str, np.ndarray]] = {}
-        self.agent_ids = np.zeros(0, dtype=np.int64)
+        self._roster: Any = None
+        self._agent_ids: np.ndarray | None = None
         self._agent_records = AgentRecords(self)
 
+    @property
+    def agent_ids(self) -> np.ndarray:
+        """Mesa ``unique_id`` of each client, by client id (creates the agents on first use)."""
+        if self._agent_ids is None:
+            if self._roster is None:
+                return np.zeros(0, dtype=np.int64)
+            self._agent_ids = np.asarray(self._roster.unique_ids(), dtype=np.int64)
+        return self._agent_ids
+
     def collect(self, model: Any) -> None:
-        """Record the round's row and a copy of every client column, at ``model.steps``."""
-        if not len(self.agent_ids):
-            self.agent_ids = np.array([c.unique_id for c in model.clients], dtype=np.int64)
+        """Record the round's row and a copy of the client columns, at ``model.steps``."""
+        if self._roster is None:
+            self._roster = model.clients
         for name, reporter in self.model_reporters.items():
             self.model_vars[name].append(reporter(model))
-        self.blocks[model.steps] = self.table.snapshot(self.client_columns)
+        if self.clients == "all":
+            block = self.table.snapshot(self.client_columns)
+        elif self.clients == "active":
+            block = self.table.snapshot(self.client_columns, self.table.touched())
+        else:
+            block = {}
+        self.blocks[model.steps] = block
 
     def client_frame(self, *, first_step: int = 1, last_step: int | None = None) -> pd.DataFrame:
         """One row per recorded round (``first_step``..``last_step``) x client: ``round`` then
         the columns."""
         last = max(self.blocks, default=0) if last_step is None else last_step
-        steps = [s for s in self.blocks if first_step <= s <= last]
+        steps = [s for s in self.blocks if first_step <= s <= last and self.blocks[s]]
         if not steps:
-            return pd.DataFrame(columns=["round", *self.client_columns])
-        n = len(self.table)
-        data: dict[str, Any] = {"round": np.repeat(np.asarray(steps, dtype=np.int64), n)}
+            return _empty_client_frame(self.client_columns)
+        sizes = [len(self.blocks[s]["client_id"]) for s in steps]
+        data: dict[str, Any] = {"round": np.repeat(np.asarray(steps, dtype=np.int64), sizes)}
         for name in self.client_columns:
             data[name] = np.concatenate([self.blocks[s][name] for s in steps])
         frame = pd.DataFrame(data)
@@ -169,7 +229,8 @@ class ClientTableCollector(mesa.DataCollector):
     def get_agent_vars_dataframe(self) -> pd.DataFrame:
         """The clients table of every recorded step, indexed by (Step, AgentID)."""
         frame = self.client_frame(first_step=0)
-        frame.insert(1, "AgentID", np.tile(self.agent_ids, len(self.blocks)))
+        ids = frame["client_id"].to_numpy(dtype=np.int64)
+        frame.insert(1, "AgentID", self.agent_ids[ids] if len(ids) else ids)
         return frame.rename(columns={"round": "Step"}).set_index(["Step", "AgentID"])
 
     def get_agenttype_vars_dataframe(self, agent_type: type) -> pd.DataFrame:
@@ -182,6 +243,22 @@ class ClientTableCollector(mesa.DataCollector):
         if agent_type is ClientAgent:
             return frame
         return frame[frame["behaviour"] == agent_type.behaviour]
+
+
+def _empty_client_frame(columns: Iterable[str]) -> pd.DataFrame:
+    """A clients table without rows, with the columns and dtypes a full one has."""
+    from fedgame.agents.schema import FIELDS
+
+    dtypes = {f.column: f.dtype for f in FIELDS}
+    data: dict[str, Any] = {"round": np.zeros(0, dtype=np.int64)}
+    for name in columns:
+        dtype = dtypes.get(name, float)
+        data[name] = np.zeros(0, dtype=str if dtype is object else dtype)
+    frame = pd.DataFrame(data)
+    for name in ("decline_reason", "behaviour"):
+        if name in frame:
+            frame[name] = frame[name].astype(str)
+    return frame
 
 
 def _summary_reporter(name: str) -> Any:

@@ -20,9 +20,15 @@ import numpy as np
 import torch
 
 from fedgame.agents.client import ClientAgent, answers_in_batch, behaviour_type
+from fedgame.agents.roster import ClientRoster
 from fedgame.agents.server import ServerAgent
 from fedgame.agents.table import ClientTable
-from fedgame.collect import ClientTableCollector, declared_columns, round_summary
+from fedgame.collect import (
+    ClientTableCollector,
+    clients_table_mode,
+    declared_columns,
+    round_summary,
+)
 from fedgame.errors import DivergenceError
 from fedgame.game.monitor import OffersContest, RoundMonitor
 from fedgame.learning.batched import LocalResult
@@ -147,7 +153,6 @@ class FedGameModel(mesa.Model):
         self.previous: RoundRecord | None = None  # what everyone saw of the last round
         round_extra, client_extra = declared_columns(reporting)
         self.table = ClientTable(self.world.population, extra_columns=client_extra)
-        self.clients: list[ClientAgent] = [None] * len(self.table)  # type: ignore[list-item]
         self.groups = self._create_clients()
         self.budget = PrivacyBudget(
             self.privacy.accountant,
@@ -165,30 +170,56 @@ class FedGameModel(mesa.Model):
         self.round_wall_time = 0.0
         self._reporters = reporting
         self._observers = [c for c in comps.values() if isinstance(c, ObservesFaults)]
-        self.datacollector = ClientTableCollector(round_extra=round_extra, table=self.table)
+        self.datacollector = ClientTableCollector(
+            round_extra=round_extra, table=self.table, clients=clients_table_mode(resolved)
+        )
         self.summary = round_summary(self)
         self.datacollector.collect(self)  # step 0: the model as built (Mesa's convention)
         self.running = True
 
     def _create_clients(self) -> tuple[AgentGroup, ...]:
-        """One Mesa agent type per behaviour; agents created in client-id order."""
+        """One Mesa agent type per behaviour; the agents (``ClientRoster``) are created in
+        client-id order when first needed, at once here if a type answers agent by agent."""
         groups = []
         types = {}
         for group in self.world.behaviours:
             types[group.label] = behaviour_type(group.label, group.decision, params=group.params)
-        for cid, label in enumerate(self.table.behaviour.tolist()):
-            self.clients[cid] = types[label](self, client_id=cid, table=self.table)
+        self._roster = ClientRoster(self, self.table, types)
         for group in self.world.behaviours:
             agent_type = types[group.label]
             groups.append(AgentGroup(agent_type, group.ids, answers_in_batch(agent_type)))
+        if not all(g.batched for g in groups):
+            self._roster.materialise()
         return tuple(groups)
+
+    @property
+    def clients(self) -> ClientRoster:
+        """The client agents in client-id order (created on first use)."""
+        return self._roster
+
+    @property
+    def agents(self) -> mesa.agent.AgentSet:
+        """Mesa's set of every agent (the client agents are created first if needed)."""
+        self._roster.materialise()
+        return super().agents
+
+    @property
+    def agents_by_type(self) -> dict[type[mesa.Agent], mesa.agent.AgentSet]:
+        """Mesa's agents per type, every client of a behaviour type included."""
+        self._roster.materialise()
+        return super().agents_by_type
+
+    @property
+    def agent_types(self) -> list[type]:
+        self._roster.materialise()
+        return super().agent_types
 
     def _prepare_components(self) -> None:
         """Call each plug-in's ``prepare`` once (its declared capability), own random stream."""
         ctx = SetupContext(
             num_clients=len(self.clients),
             rounds=self.scenario.rounds,
-            clients=tuple(self.table.views()),
+            clients=self.table.views(),
             graph=self.world.graph,
             components={**self.world.components, "learner": self.learner},
             planned_participations=self.world.planned_participations,
@@ -290,6 +321,7 @@ class FedGameModel(mesa.Model):
         candidates = self.table.views(np.flatnonzero(self.table.participating))
         selection = self.server.select(candidates, self.state.info)
         ids = np.asarray(selection.client_ids, dtype=np.int64)
+        self.table.touch(ids)
         self.table.selected[ids] = True
         self.state.selection, self.state.selected = selection, ids
 
@@ -369,7 +401,8 @@ class FedGameModel(mesa.Model):
             selected = self.state.selected
             ok = self.state.uploaded
             ids = selected[ok]
-            received = self.state.updates if ok.all() else self.state.updates[torch.from_numpy(ok)]
+            updates = self.state.updates
+            received = updates if ok.all() else updates[torch.as_tensor(ok, device=updates.device)]
             delta = self.server.aggregate(
                 received,
                 self.table.views(ids),
@@ -437,6 +470,7 @@ class FedGameModel(mesa.Model):
                     elif values:
                         column = self.table.extra[name]
                         ids = np.fromiter(values.keys(), np.int64, len(values))
+                        self.table.touch(ids)
                         column[ids] = np.fromiter(values.values(), float, len(values))
         self.round_wall_time = time.perf_counter() - self.state.started
         self.summary = round_summary(self)

@@ -13,6 +13,7 @@ import fedgame.data.datasets
 import fedgame.data.idx
 import fedgame.data.mnist1d
 import fedgame.data.partition
+import fedgame.data.sampled
 import fedgame.data.synthetic
 import fedgame.learning.models
 import fedgame.mechanisms.aggregation.robust

@@ -332,7 +332,7 @@ class SetupContext:
 
     num_clients: int
     rounds: int
-    clients: tuple[ClientView, ...]
+    clients: Sequence[ClientView]
     graph: Any
     components: Mapping[str, Any]
     planned_participations: int

@@ -11,6 +11,13 @@ from fedgame.run.single import simulate
 from fedgame.scenario.load import load_scenario
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.y*ml"))
+#: smaller populations for the smoke run (the full sizes are timed by the bench scripts:
+#: population_scale's 10^6 clients by bench/population_scale.py, flower_style's full
+#: Fashion-MNIST by bench/startup.py)
+SMOKE_SETTINGS = {
+    "population_scale": ["population.clients=20000"],
+    "flower_style": ["data.dataset.max_train=12000", "data.dataset.max_test=2000"],
+}
 
 
 def test_there_are_scenarios():
@@ -19,13 +26,14 @@ def test_there_are_scenarios():
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_scenario_runs_three_rounds_reproducibly(path, tmp_path):
-    scenario = load_scenario(path, ["rounds=3", "training.device=cpu"])
+    settings = ["rounds=3", "training.device=cpu", *SMOKE_SETTINGS.get(path.stem, [])]
+    scenario = load_scenario(path, settings)
     result = simulate(scenario, out_dir=tmp_path)
     assert result.manifest["status"] == "completed"
     assert result.manifest["warnings"] == {}  # no degenerate play in a shipped scenario
     assert len(result.rounds) == 3
     assert result.rounds["test_accuracy"].between(0, 1).all()
-    again = simulate(load_scenario(path, ["rounds=3", "training.device=cpu"]))
+    again = simulate(load_scenario(path, settings))
     timing = [c for c in result.rounds.columns if c.endswith("_s") or c == "wall_time_s"]
     pd.testing.assert_frame_equal(
         result.rounds.drop(columns=timing), again.rounds.drop(columns=timing)

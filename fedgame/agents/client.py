@@ -36,6 +36,8 @@ class _Column:
         agent.table.columns[self.column][agent.client_id] = value
         if self.column in STATIC_COLUMNS:
             agent.table.static_changed()
+        else:  # a round's or a state column changed: the row is active this round
+            agent.table.touch([agent.client_id])
 
 
 @runtime_checkable

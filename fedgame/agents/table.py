@@ -27,10 +27,29 @@ from fedgame.agents.schema import (
 )
 from fedgame.views import ClientViews, Response, Responses, can_afford
 
-__all__ = ["CLIENT_COLUMNS", "ROUND_DEFAULTS", "STATIC_COLUMNS", "ClientTable"]
+__all__ = [
+    "CLIENT_COLUMNS",
+    "DENSE_ROUND_COLUMNS",
+    "ROUND_DEFAULTS",
+    "STATIC_COLUMNS",
+    "ClientTable",
+]
 
 #: scalar converters of the view fields, in ``VIEW_FIELDS`` order
 _VIEW_TYPES = {f.name: f.dtype for f in FIELDS if f.view}
+#: per-round columns a round writes for (nearly) every client: the faults' draw and the
+#: followers' answers; they start each round from their defaults everywhere. The other
+#: per-round columns are written only for the round's touched clients (``touch``) and are
+#: reset only there, so a round costs no pass over the population for them.
+DENSE_ROUND_COLUMNS = (
+    "link_up",
+    "straggled",
+    "participating",
+    "decline_reason",
+    "response_epsilon",
+    "response_rho",
+)
+_SPARSE_ROUND = {k: v for k, v in ROUND_DEFAULTS.items() if k not in DENSE_ROUND_COLUMNS}
 
 
 class ClientTable:
@@ -64,6 +83,7 @@ class ClientTable:
         self.extra_columns = tuple(extra_columns)
         self.extra = {name: np.full(n, math.nan) for name in self.extra_columns}
         self._static_copies: dict[str, np.ndarray] = {}
+        self._touched: list[np.ndarray] = []  # rows this round wrote in the sparse columns
 
     def __len__(self) -> int:
         return self.size
@@ -77,11 +97,34 @@ class ClientTable:
 
     # ------------------------------------------------------------------ rounds
     def reset_round(self) -> None:
-        """Give every per-round column (and the plug-in columns) its starting value."""
-        for name, value in ROUND_DEFAULTS.items():
-            self.columns[name].fill(value)
-        for column in self.extra.values():
-            column.fill(math.nan)
+        """Give every per-round column (and the plug-in columns) its starting value.
+
+        Dense columns are filled; sparse ones (and the plug-in columns) are reset at the rows
+        the last round touched, the only rows where they can differ from their defaults.
+        """
+        for name in DENSE_ROUND_COLUMNS:
+            self.columns[name].fill(ROUND_DEFAULTS[name])
+        rows = self.touched()
+        if rows.size:
+            for name, value in _SPARSE_ROUND.items():
+                self.columns[name][rows] = value
+            for column in self.extra.values():
+                column[rows] = math.nan
+        self._touched = []
+
+    def touch(self, ids: np.ndarray | Sequence[int]) -> None:
+        """Note that this round writes sparse per-round or plug-in columns of ``ids``."""
+        self._touched.append(np.asarray(ids, dtype=np.int64).reshape(-1))
+
+    def touched(self) -> np.ndarray:
+        """The sorted distinct rows touched this round (the round's active clients)."""
+        if not self._touched:
+            return np.zeros(0, dtype=np.int64)
+        if len(self._touched) > 1:
+            self._touched = [np.unique(np.concatenate(self._touched))]
+        else:
+            self._touched = [np.unique(self._touched[0])]
+        return self._touched[0]
 
     def column(self, name: str) -> np.ndarray:
         """The live column of field or column ``name`` (a plug-in column when it is one)."""
@@ -91,12 +134,17 @@ class ClientTable:
             return self.label_counts
         return self.columns[COLUMN_OF.get(name, name)]
 
-    def snapshot(self, columns: Iterable[str]) -> dict[str, np.ndarray]:
-        """Copies of ``columns`` (one clients-table block for the round).
+    def snapshot(
+        self, columns: Iterable[str], rows: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        """Copies of ``columns`` (one clients-table block for the round), of every client or
+        of ``rows`` only.
 
-        Static columns are copied once and the copy shared by later blocks until
-        ``static_changed`` is called (agent attribute setters call it).
+        Static columns of every client are copied once and the copy shared by later blocks
+        until ``static_changed`` is called (agent attribute setters call it).
         """
+        if rows is not None:
+            return {name: self.column(name)[rows] for name in columns}
         block = {}
         for name in columns:
             if name in STATIC_COLUMNS or name == "client_id":
@@ -159,19 +207,26 @@ class ClientTable:
     # ------------------------------------------------------------------ accounting
     def record_release(self, ids: np.ndarray, epsilon_spent: np.ndarray) -> None:
         """Account released updates: ε spent as the clients' accountants now report it."""
+        self.touch(ids)
         cols = self.columns
         cols["epsilon_charged"][ids] = epsilon_spent - cols["epsilon_spent"][ids]
         cols["epsilon_spent"][ids] = epsilon_spent
         cols["participations"][ids] += 1
 
     def settle(self, payments: dict[int, float]) -> None:
-        """Phase 9: rewards paid and every client's utility reward − ν·ε_charged."""
+        """Phase 9: rewards paid and every client's utility reward − ν·ε_charged.
+
+        Computed at the touched rows: everywhere else reward and ε charged are 0, and so is
+        the utility (its default).
+        """
         cols = self.columns
         if payments:
             ids = np.fromiter(payments.keys(), np.int64, len(payments))
+            self.touch(ids)
             cols["reward"][ids] = np.fromiter(payments.values(), float, len(payments))
-        np.subtract(
-            cols["reward"], cols["privacy_value"] * cols["epsilon_charged"], out=cols["utility"]
+        rows = self.touched()
+        cols["utility"][rows] = (
+            cols["reward"][rows] - cols["privacy_value"][rows] * cols["epsilon_charged"][rows]
         )
 
     def can_afford_next(self) -> np.ndarray:

@@ -1,6 +1,7 @@
 """IDX file reader and the ``mnist`` / ``fashion_mnist`` datasets read from a local folder.
 
-Nothing is downloaded: the four IDX files (``train-images-idx3-ubyte``,
+Parsed arrays are cached by file hash (:mod:`fedgame.data.cache`), so the files are parsed
+once per machine. Nothing is downloaded: the four IDX files (``train-images-idx3-ubyte``,
 ``train-labels-idx1-ubyte``, ``t10k-images-idx3-ubyte``, ``t10k-labels-idx1-ubyte``, each raw
 or gzipped) must be in ``Config.path``. Fashion-MNIST defaults to the folder where Debian's
 ``dataset-fashion-mnist`` package installs it (``/usr/share/datasets/fashion-mnist``).
@@ -25,6 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from fedgame import registry
+from fedgame.data.cache import cached_arrays
 from fedgame.data.datasets import DataFootprint, Dataset, SizedDataset, subsample
 from fedgame.errors import ScenarioError
 from fedgame.registry import register
@@ -137,10 +139,19 @@ class IdxConfig(BaseModel):
     """Parameters shared by the IDX-backed datasets."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    path: str | None = None
-    max_train: int | None = Field(None, ge=1)
-    max_test: int | None = Field(None, ge=1)
-    fallback: Literal["digits", "mnist1d", "synthetic"] | None = None
+    path: str | None = Field(
+        None,
+        description="folder holding the four IDX files (raw or .gz); unset: the default folder",
+    )
+    max_train: int | None = Field(
+        None, ge=1, description="training images kept (a seeded subsample), >= 1; unset: all"
+    )
+    max_test: int | None = Field(
+        None, ge=1, description="test images kept (a seeded subsample), >= 1; unset: all"
+    )
+    fallback: Literal["digits", "mnist1d", "synthetic"] | None = Field(
+        None, description="dataset loaded (with a warning) when the files are missing; unset: error"
+    )
 
 
 class _IdxDataset:
@@ -223,15 +234,19 @@ class _IdxDataset:
             )
             return dataclasses.replace(data, name=f"{self.config.fallback} (for {self.name})")
         found, _ = find_idx_files(folder)
-        arrays = {name: read_idx(path) for name, path in found.items()}
+        for path in found.values():
+            idx_header(path)  # refuse a file that is not IDX before hashing it for the cache
+        arrays = cached_arrays(
+            self.name,
+            [found[name] for name in IDX_FILES],
+            lambda: _parse_idx(folder, found),
+            version=PARSED_VERSION,
+        )
         parts = []
         for split, cap in (("train", self.config.max_train), ("t10k", self.config.max_test)):
-            images = arrays[f"{split}-images-idx3-ubyte"]
-            labels = arrays[f"{split}-labels-idx1-ubyte"]
-            _check_pair(folder, split, images.shape, labels.shape)
-            keep = subsample(labels.shape[0], cap, rng=rng)
-            x = (images[keep].astype(np.float32) / 255.0)[:, None, :, :]
-            parts.append((x, labels[keep].astype(np.int64)))
+            x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
+            keep = subsample(y.shape[0], cap, rng=rng)
+            parts.append((x, y) if keep.size == y.shape[0] else (x[keep], y[keep]))
         (x_train, y_train), (x_test, y_test) = parts
         return Dataset(
             name=self.name,
@@ -242,6 +257,22 @@ class _IdxDataset:
             num_classes=10,
             input_shape=tuple(int(d) for d in x_train.shape[1:]),
         )
+
+
+#: version of :func:`_parse_idx`'s output (part of the cache key; bump when it changes)
+PARSED_VERSION = "idx-float32-v1"
+
+
+def _parse_idx(folder: Path, found: dict[str, Path]) -> dict[str, np.ndarray]:
+    """The four IDX files as float32 images ``[n, 1, 28, 28]`` in ``[0, 1]`` and int64 labels."""
+    arrays: dict[str, np.ndarray] = {}
+    for split in ("train", "t10k"):
+        images = read_idx(found[f"{split}-images-idx3-ubyte"])
+        labels = read_idx(found[f"{split}-labels-idx1-ubyte"])
+        _check_pair(folder, split, images.shape, labels.shape)
+        arrays[f"x_{split}"] = (images.astype(np.float32) / 255.0)[:, None, :, :]
+        arrays[f"y_{split}"] = labels.astype(np.int64)
+    return arrays
 
 
 def _check_pair(folder: Path, split: str, images: tuple[int, ...], labels: tuple[int, ...]) -> None:

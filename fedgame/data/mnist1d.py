@@ -64,15 +64,35 @@ class Mnist1D:
         """Parameters of ``mnist1d`` (defaults from the original generator)."""
 
         model_config = ConfigDict(extra="forbid", frozen=True)
-        num_samples: int = Field(10000, ge=10)
-        test_fraction: float = Field(0.2, gt=0.0, lt=1.0)
-        padding: tuple[int, int] = (36, 60)
-        scale_coeff: float = Field(0.4, ge=0.0, lt=2.0)
-        max_translation: int = Field(48, ge=1)
-        corr_noise_scale: float = Field(0.25, ge=0.0)
-        iid_noise_scale: float = Field(2e-2, ge=0.0)
-        shear_scale: float = Field(0.75, ge=0.0)
-        final_seq_length: int = Field(40, ge=2)
+        num_samples: int = Field(
+            10000, ge=10, description="sequences generated (train + test), >= 10"
+        )
+        test_fraction: float = Field(
+            0.2, gt=0.0, lt=1.0, description="share of the sequences held out for testing, (0, 1)"
+        )
+        padding: tuple[int, int] = Field(
+            (36, 60), description="[low, high] range of the padded length before resampling, points"
+        )
+        scale_coeff: float = Field(
+            0.4, ge=0.0, lt=2.0, description="amplitude scaling spread: x (1 + c (U - 1/2)), [0, 2)"
+        )
+        max_translation: int = Field(
+            48, ge=1, description="largest circular shift of a sequence, points, >= 1"
+        )
+        corr_noise_scale: float = Field(
+            0.25, ge=0.0, description="std of the smoothed (correlated) background noise, >= 0"
+        )
+        iid_noise_scale: float = Field(
+            2e-2, ge=0.0, description="std of the i.i.d. noise added everywhere, >= 0"
+        )
+        shear_scale: float = Field(
+            0.75,
+            ge=0.0,
+            description="shear spread: slope c (U - 1/2) added along the sequence, >= 0",
+        )
+        final_seq_length: int = Field(
+            40, ge=2, description="points per sequence after resampling (the features), >= 2"
+        )
 
         @field_validator("padding")
         @classmethod
@@ -103,6 +123,7 @@ class Mnist1D:
         shift = rng.integers(0, cfg.max_translation, n)
         cols = (np.arange(width)[None, :] - shift[:, None]) % width
         x = np.take_along_axis(x, cols, axis=1)  # np.roll row by row
+
         corr = gaussian_filter1d(cfg.corr_noise_scale * rng.standard_normal((n, width)), 2, axis=1)
         x = np.where(x != 0, x, corr)
         x = x + cfg.iid_noise_scale * rng.standard_normal((n, width))

@@ -11,7 +11,7 @@ least ``min_size`` samples (``ScenarioError`` when that is impossible). All rand
 from __future__ import annotations
 
 import heapq
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -25,6 +25,15 @@ class PartitionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     min_size: int = Field(1, ge=1, description="smallest local dataset a client may get")
+
+
+@runtime_checkable
+class ChecksCapacity(Protocol):
+    """Capability of a partition with its own rule for the training samples it needs (one
+    whose clients share samples); raises ``ScenarioError`` on its own keys. Partitions
+    without it need ``num_clients * min_size`` samples (:func:`check_capacity`)."""
+
+    def check_capacity(self, *, num_train: int, num_classes: int, num_clients: int) -> None: ...
 
 
 def check_capacity(n: int, *, num_clients: int, min_size: int) -> None:

@@ -18,16 +18,16 @@ def label_counts(labels: np.ndarray, parts: Sequence[np.ndarray], num_classes: i
 
     Args:
         labels: label of every sample, ints in ``[0, num_classes)``.
-        parts: one index array per client (as returned by a partition).
+        parts: one index array per client (as returned by a partition), or
+            :class:`~fedgame.data.shards.ClientShards`.
         num_classes: number of classes ``C``.
 
     Returns:
         int64 array ``[N, C]``: ``counts[i, j]`` samples of class ``j`` held by client ``i``.
     """
-    counts = np.zeros((len(parts), num_classes), dtype=np.int64)
-    for i, idx in enumerate(parts):
-        counts[i] = np.bincount(labels[idx], minlength=num_classes)[:num_classes]
-    return counts
+    from fedgame.data.shards import as_shards
+
+    return as_shards(parts).label_counts(labels, num_classes)
 
 
 def label_frequencies(counts: np.ndarray) -> np.ndarray:

@@ -56,16 +56,42 @@ class Synthetic:
         """Parameters of ``synthetic``."""
 
         model_config = ConfigDict(extra="forbid", frozen=True)
-        alpha: float = Field(1.0, ge=0.0)
-        beta: float = Field(1.0, ge=0.0)
-        iid: bool = False
-        dim: int = Field(60, ge=1)
-        num_classes: int = Field(10, ge=2)
-        size_mean: float = 4.0
-        size_sigma: float = Field(2.0, ge=0.0)
-        size_offset: int = Field(50, ge=2)
-        max_client_samples: int | None = Field(2000, ge=2)
-        test_fraction: float = Field(0.2, gt=0.0, lt=1.0)
+        alpha: float = Field(
+            1.0,
+            ge=0.0,
+            description="model heterogeneity: W_k ~ N(u_k, 1), u_k ~ N(0, alpha), >= 0",
+        )
+        beta: float = Field(
+            1.0,
+            ge=0.0,
+            description="feature heterogeneity: v_k ~ N(B_k, 1), B_k ~ N(0, beta), >= 0",
+        )
+        iid: bool = Field(
+            False,
+            description="FedProx Synthetic-IID: one shared model and v_k = B_k for every client",
+        )
+        dim: int = Field(60, ge=1, description="features per sample, >= 1")
+        num_classes: int = Field(10, ge=2, description="classes, >= 2")
+        size_mean: float = Field(
+            4.0, description="mean of the log of a client's sample count (lognormal mu)"
+        )
+        size_sigma: float = Field(
+            2.0,
+            ge=0.0,
+            description="std of the log of a client's sample count (lognormal sigma), >= 0",
+        )
+        size_offset: int = Field(
+            50, ge=2, description="samples every client has on top of the lognormal draw, >= 2"
+        )
+        max_client_samples: int | None = Field(
+            2000, ge=2, description="cap on one client's samples, >= 2; unset: no cap"
+        )
+        test_fraction: float = Field(
+            0.2,
+            gt=0.0,
+            lt=1.0,
+            description="share of every client's samples held out for testing, (0, 1)",
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

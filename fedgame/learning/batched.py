@@ -1,21 +1,29 @@
 """The batched learner: every selected client of a round trains in one vectorised computation.
 
 Per-client parameters are rows of one ``[K, P]`` tensor. A step computes all K gradients at
-once with ``torch.func.vmap`` over ``grad`` of the loss of ``functional_call`` (one module
-skeleton, never one module per client), gathering each client's minibatch from one shared
-on-device data tensor through a precomputed padded ``[N, max_n]`` index matrix.
+once: the K losses come from ``torch.func.vmap`` over ``functional_call`` (one module skeleton,
+never one module per client), and one ``torch.autograd.grad`` of their sum gives every
+client's gradient (client k's loss depends on row k alone, so d(sum)/d(theta_k) is its own
+gradient). Each client's minibatch is gathered from one shared on-device data tensor through
+the clients' sample indices, kept on the device as one flat array with offsets
+(:class:`~fedgame.data.shards.ClientShards`), so a million clients cost 4-8 bytes per sample
+index and nothing per round. Per-sample gradients (DP-SGD clipping) use ``vmap`` over
+``torch.func.grad_and_value``. Every tensor and generator of a round lives on the learner's
+device; the only device-to-host transfers are the ones a round reports (losses, accuracy).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
-from torch.func import functional_call, grad_and_value, vmap
+from torch.func import functional_call, vmap
 
+from fedgame.data.shards import as_shards
 from fedgame.errors import DivergenceError
 from fedgame.learning.device import device_name
 from fedgame.learning.evaluate import accuracy_and_loss, cross_entropy
@@ -60,7 +68,11 @@ def clip_scale(norms: Tensor, *, bound: float) -> Tensor:
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"`` becomes CUDA when available, else CPU; anything else is passed to torch."""
+    """``"auto"`` becomes CUDA when available, else CPU; anything else is passed to torch.
+
+    ``cuda`` is the current CUDA device (``cuda:0`` unless the process chose another), so a
+    worker started with ``CUDA_VISIBLE_DEVICES`` set uses the GPU it was given.
+    """
     if str(device) == "auto":
         return torch.device(device_name("auto"))
     return torch.device(device)
@@ -100,13 +112,11 @@ class BatchedLearner:
         self.y_train = torch.as_tensor(y_train).to(self.device, torch.int64)
         self.x_test = torch.as_tensor(x_test).to(self.device, self.dtype)
         self.y_test = torch.as_tensor(y_test).to(self.device, torch.int64)
-        self._padded, self._counts = _pad_indices(client_indices, n=int(self.x_train.shape[0]))
-        self._padded = self._padded.to(self.device)
-        self._counts = self._counts.to(self.device)
-        self.client_sizes = self._counts.cpu().numpy()
-        inner = vmap(grad_and_value(self._sample_loss), in_dims=(None, 0, 0))
-        self._mean_grad = vmap(grad_and_value(self._weighted_loss))
-        self._sample_grads = vmap(inner)
+        n_train = int(self.x_train.shape[0])
+        self._index = _SampleIndex.of(client_indices, n=n_train, device=self.device)
+        self.client_sizes = self._index.sizes
+        self._client_losses = vmap(self._weighted_loss)
+        self._sample_grads: Any = None  # built on first DP-SGD step (imports torch._dynamo)
 
     # -- losses seen by torch.func -------------------------------------------------------
     def _weighted_loss(self, flat: Tensor, x: Tensor, y: Tensor, w: Tensor) -> Tensor:
@@ -158,13 +168,13 @@ class BatchedLearner:
         """
         del round_index  # the generator carries the round's randomness
         ids = torch.as_tensor(np.asarray(client_ids, dtype=np.int64), device=self.device)
-        padded, counts = self._padded[ids], self._counts[ids]
+        padded, counts = self._index.padded(ids)
         valid = torch.arange(padded.shape[1], device=self.device) < counts[:, None]
         if self.settings.mode == "fedsgd":
             return Batches(padded[:, None, :], valid[:, None, :])
         s, b = self.settings.local_steps, self.settings.batch_size
-        keys = torch.rand(padded.shape, generator=generator, device=generator.device)
-        keys = keys.to(self.device).masked_fill(~valid, 2.0)
+        keys = torch.rand(padded.shape, generator=generator, device=self.device)
+        keys = keys.masked_fill(~valid, 2.0)
         perm = keys.argsort(dim=1)
         pos = torch.arange(s * b, device=self.device) % counts.clamp_min(1)[:, None]
         idx = padded.gather(1, perm.gather(1, pos)).reshape(len(ids), s, b)
@@ -216,9 +226,9 @@ class BatchedLearner:
             g, loss = self._step_gradient(theta, indices[:, s], weights[:, s], clip, norm)
             if std is not None:
                 noise = torch.randn(
-                    theta.shape, generator=generator, device=generator.device, dtype=self.dtype
+                    theta.shape, generator=generator, device=self.device, dtype=self.dtype
                 )
-                g = g + std[:, None] * noise.to(self.device)
+                g = g + std[:, None] * noise
             if wd:
                 g = g + wd * theta
             theta = theta - lr * g
@@ -239,9 +249,9 @@ class BatchedLearner:
             ic, wc = idx[:, lo : lo + chunk], w[:, lo : lo + chunk]
             x, y = self.x_train[ic], self.y_train[ic]
             if clip is None:
-                g, loss = self._mean_grad(theta, x, y, wc)
+                g, loss = self._mean_gradient(theta, x, y, wc)
             else:
-                g_each, loss_each = self._sample_grads(theta, x, y)
+                g_each, loss_each = self._per_sample_gradients(theta, x, y)
                 p = 2 if norm == "l2" else 1
                 scale = clip_scale(torch.linalg.vector_norm(g_each, ord=p, dim=-1), bound=clip)
                 g = torch.einsum("kb,kbp->kp", wc * scale, g_each)
@@ -250,15 +260,73 @@ class BatchedLearner:
             loss_sum += loss
         return g_sum, loss_sum
 
+    def _mean_gradient(
+        self, theta: Tensor, x: Tensor, y: Tensor, w: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """Each client's gradient of its weighted loss, ``[K, P]``, and the losses ``[K]``.
 
-def _pad_indices(client_indices: Sequence[np.ndarray], *, n: int) -> tuple[Tensor, Tensor]:
-    """Padded ``[N, max_n]`` index matrix (padding 0) and per-client counts ``[N]``."""
-    counts = np.array([len(ix) for ix in client_indices], dtype=np.int64)
-    width = max(1, int(counts.max(initial=0)))
-    padded = np.zeros((len(client_indices), width), dtype=np.int64)
-    for row, ix in enumerate(client_indices):
-        ix = np.asarray(ix, dtype=np.int64)
-        if ix.size and (ix.min() < 0 or ix.max() >= n):
+        One backward pass through the K losses' sum: client k's loss depends on row k of
+        ``theta`` only, so row k of the gradient of the sum is client k's own gradient.
+        """
+        with torch.enable_grad():
+            leaf = theta.detach().requires_grad_(True)
+            losses = self._client_losses(leaf, x, y, w)
+            (g,) = torch.autograd.grad(losses.sum(), leaf)
+        return g, losses.detach()
+
+    def _per_sample_gradients(self, theta: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-sample gradients ``[K, B, P]`` and losses ``[K, B]`` (``vmap`` of ``grad``)."""
+        if self._sample_grads is None:
+            from torch.func import grad_and_value  # imports torch._dynamo: only when needed
+
+            inner = vmap(grad_and_value(self._sample_loss), in_dims=(None, 0, 0))
+            self._sample_grads = vmap(inner)
+        return self._sample_grads(theta, x, y)
+
+
+@dataclass(frozen=True)
+class _SampleIndex:
+    """Every client's training-sample indices on the learner's device.
+
+    ``flat`` holds all indices client after client, client i's from ``offsets[i]``, ``counts[i]``
+    of them; ``width`` is the largest count (the padded width of a client's row).
+    """
+
+    flat: Tensor
+    offsets: Tensor
+    counts: Tensor
+    width: int
+    sizes: np.ndarray
+
+    @classmethod
+    def of(
+        cls, client_indices: Sequence[np.ndarray], *, n: int, device: torch.device
+    ) -> _SampleIndex:
+        """Check the indices (each in ``[0, n)``) and move them to ``device``."""
+        shards = as_shards(client_indices)
+        flat = shards.flat
+        bad = np.flatnonzero((flat < 0) | (flat >= n)) if flat.size else flat
+        if bad.size:
+            row = int(np.searchsorted(shards.offsets, bad[0], side="right")) - 1
             raise ValueError(f"client {row} has sample indices outside [0, {n})")
-        padded[row, : ix.size] = ix
-    return torch.from_numpy(padded), torch.from_numpy(counts)
+        sizes = shards.sizes
+        return cls(
+            torch.from_numpy(flat).to(device),
+            torch.from_numpy(shards.offsets[:-1].copy()).to(device),
+            torch.from_numpy(sizes).to(device),
+            max(1, int(sizes.max(initial=0))),
+            sizes,
+        )
+
+    def padded(self, ids: Tensor) -> tuple[Tensor, Tensor]:
+        """Rows of ``ids`` padded to ``width`` with index 0 ``[K, width]``, and their counts."""
+        counts = self.counts[ids]
+        cols = torch.arange(self.width, device=ids.device)
+        if self.flat.numel() == 0:
+            return torch.zeros(len(ids), self.width, dtype=torch.int64, device=ids.device), counts
+        last = (counts - 1).clamp_min(0)[:, None]
+        pos = (self.offsets[ids][:, None] + torch.minimum(cols, last)).clamp_max(
+            self.flat.numel() - 1
+        )
+        valid = cols < counts[:, None]
+        return self.flat[pos].masked_fill(~valid, 0), counts

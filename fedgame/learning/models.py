@@ -65,7 +65,9 @@ class MLP:
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
-        hidden: list[PositiveInt] = Field(default_factory=lambda: [64])
+        hidden: list[PositiveInt] = Field(
+            default_factory=lambda: [64], description="width of each hidden ReLU layer, in order"
+        )
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or self.Config()
@@ -100,8 +102,10 @@ class CNN:
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
 
-        channels: tuple[PositiveInt, PositiveInt] = (8, 16)
-        kernel_size: PositiveInt = 5
+        channels: tuple[PositiveInt, PositiveInt] = Field(
+            default=(8, 16), description="output channels of the two convolutions, each >= 1"
+        )
+        kernel_size: PositiveInt = Field(default=5, description="convolution kernel width, >= 1")
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or self.Config()

@@ -28,7 +28,12 @@ class TrainingSettings(BaseModel):
     per_sample_clip: PositiveFloat | None = None
     clip_norm: Literal["l2", "l1"] = "l2"
     server_lr: PositiveFloat = 1.0
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    device: str = Field(
+        default="auto",
+        pattern=r"^(auto|cpu|cuda(:[0-9]{1,2})?)$",
+        description="where the run trains: cpu, cuda (the current GPU), cuda:N (GPU N) or "
+        "auto (cuda when a GPU is visible, else cpu); the manifest records the device used",
+    )
     #: test samples per forward pass when evaluating the global model each round (one pass
     #: for the embedded datasets' test sets; lower it when a large model runs out of memory)
     eval_batch_size: PositiveInt = 16384

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedgame.errors import Interrupted, ScenarioError
+from fedgame.run.devices import WorkerPlan, plan_local_workers, ray_gpus, run_device
 from fedgame.run.grid import SweepRun
 from fedgame.run.single import RunResult
 
@@ -86,11 +87,14 @@ def init_worker() -> None:
     threadpool_limits(limits=1)
 
 
-def init_pool_worker(driver: int) -> None:
+def init_pool_worker(driver: int, slots: Any = None) -> None:
     """Local pool worker set-up: ignore SIGINT, die with ``driver`` (the process that started
-    the pool), then :func:`init_worker`."""
+    the pool), take this worker's environment (``CUDA_VISIBLE_DEVICES``: its GPU) from the
+    ``slots`` queue when there is one, then :func:`init_worker`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(driver)
+    if slots is not None:
+        os.environ.update(slots.get(timeout=60))  # before CUDA is first used in this process
     init_worker()
 
 
@@ -187,25 +191,43 @@ class SerialExecutor:
 class LocalExecutor:
     """A spawn-based process pool; one torch thread per worker.
 
-    At most ``workers`` runs are in flight, so when a worker dies only the runs that were
-    actually running are lost (recorded as failed); the rest go to a fresh pool.
+    Workers are planned from the runs' devices (:func:`~fedgame.run.devices.plan_local_workers`):
+    ``workers_per_gpu`` per visible GPU, each with ``CUDA_VISIBLE_DEVICES`` set, when the runs
+    train on CUDA, else ``workers`` CPU workers (default one per core). At most that many runs
+    are in flight, so when a worker dies only the runs that were actually running are lost
+    (recorded as failed); the rest go to a fresh pool.
     """
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, *, workers_per_gpu: int = 1) -> None:
+        self.requested = workers
+        self.workers_per_gpu = workers_per_gpu
         self.workers = workers or os.cpu_count() or 1
+        self.plan: WorkerPlan | None = None
 
     def run(self, runs: Sequence[SweepRun], on_done: OnDone) -> None:
         import multiprocessing
 
         pending = deque(runs)
         context = multiprocessing.get_context("spawn")
+        self.plan = plan_local_workers(
+            [run_device(r.data) for r in runs],
+            workers=self.requested,
+            workers_per_gpu=self.workers_per_gpu,
+        )
+        self.workers = self.plan.workers
         while pending:
+            size = min(self.workers, len(pending))
+            slots = None
+            if any(self.plan.envs):
+                slots = context.Queue()
+                for env in self.plan.envs[:size]:
+                    slots.put(env)
             with single_threaded_env():
                 pool = ProcessPoolExecutor(
-                    max_workers=min(self.workers, len(pending)),
+                    max_workers=size,
                     mp_context=context,
                     initializer=init_pool_worker,
-                    initargs=(os.getpid(),),
+                    initargs=(os.getpid(), slots),
                 )
             try:
                 unsettled = self._drain(pool, pending, on_done)
@@ -279,9 +301,14 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 
 class RayExecutor:
-    """Each run a Ray task (``num_cpus=1``); a local Ray with ``workers`` CPUs when no address."""
+    """Each run a Ray task (``num_cpus=1``, and ``num_gpus=gpus_per_run`` when the run trains on
+    CUDA: Ray hides the GPUs from a task that asks for none); a local Ray with ``workers`` CPUs
+    when no address."""
 
-    def __init__(self, workers: int | None = None, address: str | None = None) -> None:
+    def __init__(
+        self, workers: int | None = None, address: str | None = None, *, gpus_per_run: float = 1.0
+    ) -> None:
+        self.gpus_per_run = gpus_per_run
         try:
             import ray
         except ImportError:
@@ -305,7 +332,14 @@ class RayExecutor:
 
     def run(self, runs: Sequence[SweepRun], on_done: OnDone) -> None:
         ray = self._ray
-        refs = {self._task.remote(run): run for run in runs}
+        cluster_gpus = float(ray.cluster_resources().get("GPU", 0.0))
+        refs = {}
+        for run in runs:
+            gpus = ray_gpus(
+                run_device(run.data), gpus_per_run=self.gpus_per_run, cluster_gpus=cluster_gpus
+            )
+            task = self._task.options(num_gpus=gpus) if gpus else self._task
+            refs[task.remote(run)] = run
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1)
             for ref in done:
@@ -342,9 +376,15 @@ def check_address(address: str | None, *, timeout: float = 3.0) -> None:
 
 
 def make_executor(
-    kind: str, *, workers: int | None = None, address: str | None = None
+    kind: str,
+    *,
+    workers: int | None = None,
+    address: str | None = None,
+    workers_per_gpu: int = 1,
+    gpus_per_run: float = 1.0,
 ) -> SerialExecutor | LocalExecutor | RayExecutor:
-    """Build (and for Ray, connect) the executor called ``kind``."""
+    """Build (and for Ray, connect) the executor called ``kind`` (GPU settings: the sweep's
+    ``workers_per_gpu`` for the local pool, ``gpus_per_run`` for Ray tasks)."""
     if workers is not None and workers < 1:
         raise ScenarioError("--workers", workers, "a positive integer")
     if address is not None and kind != "ray":
@@ -352,7 +392,7 @@ def make_executor(
     if kind == "serial":
         return SerialExecutor()
     if kind == "local":
-        return LocalExecutor(workers)
+        return LocalExecutor(workers, workers_per_gpu=workers_per_gpu)
     if kind == "ray":
-        return RayExecutor(workers, address)
+        return RayExecutor(workers, address, gpus_per_run=gpus_per_run)
     raise ScenarioError("--executor", kind, f"one of {', '.join(EXECUTORS)}")

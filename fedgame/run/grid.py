@@ -63,6 +63,9 @@ class SweepPlan:
     memory_per_run: int = 0
     #: the key that set ``out`` (``--out`` or ``output.dir``), for error messages
     out_key: str = "output.dir"
+    #: ``sweep.gpus_per_run`` (Ray) and ``sweep.workers_per_gpu`` (local pool)
+    gpus_per_run: float = 1.0
+    workers_per_gpu: int = 1
 
     @property
     def sweep_dir(self) -> Path:
@@ -203,7 +206,18 @@ def plan_sweep(
     )
     out_dir = Path(out) if out is not None else Path(base.output.dir)
     out_key = "--out" if out is not None else "output.dir"
-    return SweepPlan(base.name, sweep_id, full_grid, reps, runs, out_dir, memory, out_key)
+    return SweepPlan(
+        base.name,
+        sweep_id,
+        full_grid,
+        reps,
+        runs,
+        out_dir,
+        memory,
+        out_key,
+        gpus_per_run=base.sweep.gpus_per_run,
+        workers_per_gpu=base.sweep.workers_per_gpu,
+    )
 
 
 def _validate_point(data: dict[str, Any], point: dict[str, Any]) -> tuple[int, dict[str, Any]]:

@@ -130,6 +130,8 @@ def _result(
     created: str,
     started: float,
 ) -> RunResult:
+    from fedgame.collect import clients_table_reason
+
     rounds, clients = tables(model)
     if status == "interrupted":
         message = f"{message} after {len(rounds)} of {scenario.rounds} rounds"
@@ -147,6 +149,9 @@ def _result(
         "rounds_completed": len(rounds),
         "created": created,
         "device": str(model.world.device),
+        "device_requested": scenario.training.device,
+        "clients_table": model.datacollector.clients,
+        "clients_table_rule": clients_table_reason(scenario),
         "dataset": model.world.dataset.name,
         "timings": {
             "setup_s": None,

@@ -99,7 +99,17 @@ def run_sweep(
         limit, source = memory_limit()
         concurrent = _concurrent(executor, workers, len(todo))
         check_concurrency(plan.memory_per_run, concurrent=concurrent, limit=limit, source=source)
-    pool = make_executor(executor, workers=workers, address=address) if todo else None
+    pool = (
+        make_executor(
+            executor,
+            workers=workers,
+            address=address,
+            workers_per_gpu=plan.workers_per_gpu,
+            gpus_per_run=plan.gpus_per_run,
+        )
+        if todo
+        else None
+    )
     sweep_dir = plan.sweep_dir
     sweep_dir.mkdir(parents=True, exist_ok=True)
     (sweep_dir / "sweep.parquet").unlink(missing_ok=True)

@@ -19,6 +19,7 @@ import torch
 from fedgame import registry
 from fedgame.data.datasets import Dataset
 from fedgame.data.quality import emd_to_population, label_counts
+from fedgame.data.shards import ClientShards, as_shards
 from fedgame.errors import ScenarioError
 from fedgame.learning.batched import BatchedLearner
 from fedgame.learning.device import device_name
@@ -48,7 +49,7 @@ class World:
     """Everything a run needs besides the agents."""
 
     dataset: Dataset
-    parts: list[np.ndarray]
+    parts: ClientShards
     learner: BatchedLearner
     population: dict[str, np.ndarray]
     behaviours: tuple[BehaviourGroup, ...]
@@ -102,7 +103,7 @@ def build_behaviours(scenario: Scenario, index: np.ndarray) -> tuple[BehaviourGr
 
 def sample_population(
     scenario: Scenario,
-    parts: list[np.ndarray],
+    parts: ClientShards,
     labels: np.ndarray,
     num_classes: int,
     *,
@@ -133,7 +134,7 @@ def sample_population(
         chosen = plan.rng("population", "colluders").choice(n, size=pop.colluders, replace=False)
         colluder[chosen] = True
     return {
-        "dataset_size": np.array([len(p) for p in parts], dtype=np.int64),
+        "dataset_size": parts.sizes,
         "label_counts": counts,
         "emd": emd_to_population(counts),
         "privacy_value": pop.privacy_value.sample(n, rng=plan.rng("population", "privacy_value")),
@@ -155,8 +156,10 @@ def build_world(scenario: Scenario, *, plan: SeedPlan) -> World:
     with _key_prefix("data.dataset"):
         dataset: Dataset = components["data.dataset"].load(rng=plan.rng("data"), num_clients=n)
     with _key_prefix("data.partition"):
-        parts = components["data.partition"].split(
-            dataset.y_train, num_clients=n, rng=plan.rng("partition"), groups=dataset.groups
+        parts = as_shards(
+            components["data.partition"].split(
+                dataset.y_train, num_clients=n, rng=plan.rng("partition"), groups=dataset.groups
+            )
         )
     with _key_prefix("model"):
         module = components["model"].build(

@@ -73,14 +73,22 @@ def preflight(
 
 def check_partition(scenario: Scenario, footprint: Footprint) -> None:
     """Every client gets the partition's ``min_size`` samples (when the sizes are exact)."""
-    from fedgame.data.partition import check_capacity
+    from fedgame import registry
+    from fedgame.data.partition import ChecksCapacity, check_capacity
 
     data = footprint.data
     if data is None or not data.exact:
         return
-    min_size = getattr(scenario.config("data.partition"), "min_size", 1)
+    config = scenario.config("data.partition")
+    partition = registry.create("partition", scenario.data.partition.kind, config)
+    n = scenario.population.clients
     try:
-        check_capacity(data.num_train, num_clients=scenario.population.clients, min_size=min_size)
+        if isinstance(partition, ChecksCapacity):
+            partition.check_capacity(
+                num_train=data.num_train, num_classes=data.num_classes, num_clients=n
+            )
+        else:
+            check_capacity(data.num_train, num_clients=n, min_size=getattr(config, "min_size", 1))
     except ScenarioError as err:
         raise err.with_prefix("data.partition") from None
 

@@ -9,7 +9,7 @@ and its params are validated against that plug-in's own ``Config`` by
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -109,9 +109,16 @@ class Network(_Strict):
 
 
 class Output(_Strict):
-    """Where results go: ``<dir>/<scenario name>/<run-id>/`` (checked writable before a run)."""
+    """Where results go: ``<dir>/<scenario name>/<run-id>/`` (checked writable before a run).
+
+    ``clients``: rows of the clients table: ``all`` (every client, every round), ``active``
+    (each round's selected, charged, paid or plug-in-reported clients), ``none``; ``auto``
+    is ``all`` up to 2,000,000 client rows (clients x rounds), else ``active``
+    (:func:`fedgame.collect.clients_table_mode`). The rounds table is always written.
+    """
 
     dir: str = Field(default="results", min_length=1, max_length=4096)
+    clients: Literal["auto", "all", "active", "none"] = "auto"
 
     @field_validator("dir")
     @classmethod
@@ -126,6 +133,19 @@ class Sweep(_Strict):
 
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     replicates: PositiveInt = 1
+    gpus_per_run: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=8.0,
+        description="GPUs a Ray task asks for when its run trains on CUDA, in (0, 8] (a "
+        "fraction shares a GPU between runs); CPU runs ask for none",
+    )
+    workers_per_gpu: PositiveInt = Field(
+        default=1,
+        le=64,
+        description="local executor workers per visible GPU when the runs train on CUDA, "
+        "1..64 (each worker sees only its GPU through CUDA_VISIBLE_DEVICES)",
+    )
 
 
 class Scenario(_Strict):

@@ -34,7 +34,9 @@ class BoundedStragglers(RecordsDraw):
     """
 
     class Config(LinkConfig):
-        max_stragglers: NonNegativeInt = 0
+        max_stragglers: NonNegativeInt = Field(
+            0, description="S_bar: stragglers per round ~ Uniform{0..S_bar}, < population.clients"
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -88,9 +90,15 @@ class CorrelatedOutages(RecordsDraw):
     """
 
     class Config(LinkConfig):
-        outage_prob: Prob = 0.1
-        radius: NonNegativeInt = 1
-        effect: Literal["offline", "straggle"] = "offline"
+        outage_prob: Prob = Field(
+            0.1, description="probability of a regional outage per round, [0, 1]"
+        )
+        radius: NonNegativeInt = Field(
+            1, description="graph hops around the outage's centre that fail with it, >= 0"
+        )
+        effect: Literal["offline", "straggle"] = Field(
+            "offline", description="offline: links down, no training; straggle: uploads lost"
+        )
         use_straggle_prob: bool = Field(True, description="also draw per-client straggle coins")
 
     def __init__(self, config: Config) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.common import (
@@ -22,14 +21,9 @@ from fedgame.registry import register
 from fedgame.views import ClientView, RoundInfo, column_of
 
 _Z = np.linspace(-9.0, 9.0, 6001)
-
-
-@functools.cache
-def _phi_weights() -> np.ndarray:
-    """Standard normal density on the grid ``_Z`` times its spacing (quadrature weights)."""
-    from scipy.stats import norm
-
-    return norm.pdf(_Z) * (_Z[1] - _Z[0])
+#: standard normal density on the grid times its step (scipy's ``norm.pdf`` formula, written
+#: out so that importing this plug-in does not import scipy.stats, a second of start-up)
+_PHI = np.exp(-(_Z**2) / 2.0) / np.sqrt(2 * np.pi) * (_Z[1] - _Z[0])
 
 
 def deadline_miss_probability(
@@ -51,7 +45,7 @@ def deadline_miss_probability(
         return float(norm.sf(math.log(d / a) / s))
     slack = d - a * np.exp(s * _Z)
     tail = np.where(slack <= 0, 1.0, np.exp(-np.clip(slack, 0, None) / lam))
-    return float(np.sum(tail * _phi_weights()))
+    return float(np.sum(tail * _PHI))
 
 
 @register("faults", "deadline")
@@ -69,12 +63,24 @@ class DeadlineStragglers(RecordsDraw):
     client_columns = ("compute_time", "finish_time")
 
     class Config(LinkConfig):
-        time_per_sample: PositiveFloat = 0.001
-        work: Literal["dataset", "constant"] = "dataset"
-        work_samples: PositiveInt = 100
-        compute_sigma: NonNegativeFloat = 0.5
-        upload_latency: NonNegativeFloat = 0.1
-        deadline: PositiveFloat = 1.0
+        time_per_sample: PositiveFloat = Field(
+            0.001, description="seconds of simulated compute per training sample, > 0"
+        )
+        work: Literal["dataset", "constant"] = Field(
+            "dataset", description="samples of work: the client's dataset size, or work_samples"
+        )
+        work_samples: PositiveInt = Field(
+            100, description="samples of work per client when work is constant, >= 1"
+        )
+        compute_sigma: NonNegativeFloat = Field(
+            0.5, description="lognormal slowness: compute time x exp(sigma Z), sigma >= 0"
+        )
+        upload_latency: NonNegativeFloat = Field(
+            0.1, description="mean of the exponential upload time, seconds, >= 0"
+        )
+        deadline: PositiveFloat = Field(
+            1.0, description="seconds after which a client's upload is a straggler, > 0"
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

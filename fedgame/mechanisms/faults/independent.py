@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.common import (
@@ -32,7 +33,10 @@ class IndependentFaults(RecordsDraw):
     """
 
     class Config(LinkConfig):
-        upload_failure: Prob = 0.0
+        upload_failure: Prob = Field(
+            0.0,
+            description="probability a trained update is lost in upload, per client-round, [0, 1]",
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config
