@@ -1,4 +1,4 @@
-"""Command line: ``fedgame run | sweep | validate | list | report``.
+"""Command line: ``fedgame run | sweep | validate | list | report | dashboard``.
 
 Bad input (a scenario, a ``--set``, a command-line option) prints one line naming the file,
 key, value and what is allowed, and exits with code 2 before anything is written. ``run``
@@ -14,7 +14,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from fedgame.cli_sweep import add_parsers, cmd_report, cmd_sweep
 from fedgame.errors import FedGameError, Interrupted, ScenarioError
@@ -58,9 +58,21 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     val.add_argument("--out", help="results folder to check (default: each scenario's output.dir)")
 
-    lst = sub.add_parser("list", help="list registered components per family")
+    lst = sub.add_parser(
+        "list", help="list registered components per family and where each comes from"
+    )
     lst.add_argument("family", nargs="?", help="only this family")
+    lst.add_argument(
+        "--scenario", metavar="FILE", help="also load the plug-in modules this scenario lists"
+    )
     add_parsers(sub)
+    dash = sub.add_parser(
+        "dashboard", help="serve a live dashboard of a scenario, or replay a finished run"
+    )
+    dash.add_argument("target", metavar="SCENARIO", help="a scenario file, or a run folder")
+    dash.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    dash.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
+    dash.add_argument("--host", default="127.0.0.1", help="address to listen on")
     return parser
 
 
@@ -133,8 +145,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """Each family's plug-ins: name, origin (built-in, entry point, scenario module), summary."""
     from fedgame import registry
 
+    if args.scenario:
+        from fedgame.scenario.load import load_scenario
+
+        load_scenario(args.scenario)  # imports its ``plugins``
     cat = registry.catalogue()
     if args.family and args.family not in cat:
         raise ScenarioError("family", args.family, f"allowed: {', '.join(cat)}")
@@ -143,7 +160,36 @@ def cmd_list(args: argparse.Namespace) -> int:
             continue
         print(f"{family}:")
         for e in entries:
-            print(f"  {e.name:<20} {e.doc}")
+            print(f"  {e.name:<20} {e.origin:<9} {e.doc}")
+    return 0
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """Serve the dashboard of a scenario file (live) or of a run folder (replay)."""
+    from fedgame.analysis.load import find_runs
+    from fedgame.run.store import run_folder_problem
+    from fedgame.scenario.load import load_scenario
+    from fedgame.scenario.preflight import preflight
+
+    target = Path(args.target)
+    config: dict[str, Any]
+    if target.is_dir():
+        if args.overrides:
+            raise ScenarioError("--set", args.overrides[0], "only with a scenario file")
+        runs = find_runs(target)
+        problem = run_folder_problem(runs[-1]) if runs else "no run folder (manifest.json)"
+        if problem:
+            raise ScenarioError(
+                "SCENARIO", args.target, f"a scenario file or a run folder; {problem}"
+            )
+        config = {"replay": str(runs[-1].resolve())}
+    else:
+        scenario = load_scenario(target, args.overrides)
+        preflight(scenario, file=args.target)
+        config = {"scenario": str(target.resolve()), "overrides": list(args.overrides)}
+    from fedgame.viz.serve import serve
+
+    serve(config, host=args.host, port=args.port)
     return 0
 
 
@@ -165,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.formatwarning = _format_warning
     args = _parser().parse_args(argv)
     handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list}
+    handlers |= {"dashboard": cmd_dashboard}
     handlers |= {"sweep": cmd_sweep, "report": cmd_report}
     try:
         with StopOnSignal():  # SIGTERM while reading or checking input ends like Ctrl-C

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedgame.errors import Interrupted, ScenarioError
+from fedgame.plugins import add_search_dirs, module_dirs
 from fedgame.run.grid import SweepRun
 from fedgame.run.single import RunResult
 
@@ -86,12 +87,22 @@ def init_worker() -> None:
     threadpool_limits(limits=1)
 
 
-def init_pool_worker(driver: int) -> None:
+def init_pool_worker(driver: int, plugin_dirs: Sequence[str] = ()) -> None:
     """Local pool worker set-up: ignore SIGINT, die with ``driver`` (the process that started
-    the pool), then :func:`init_worker`."""
+    the pool), find the scenarios' plug-in modules where the driver found them, then
+    :func:`init_worker`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(driver)
+    add_search_dirs(plugin_dirs)
     init_worker()
+
+
+def plugin_dirs(runs: Sequence[SweepRun]) -> tuple[str, ...]:
+    """The folders the driver imported the runs' scenario plug-in modules from (each run
+    imports its ``plugins`` when it validates its scenario; a worker needs their folders on
+    its ``sys.path``)."""
+    names = dict.fromkeys(name for run in runs for name in run.data.get("plugins") or ())
+    return module_dirs(names)
 
 
 def exit_with_parent(parent: int) -> None:
@@ -205,7 +216,7 @@ class LocalExecutor:
                     max_workers=min(self.workers, len(pending)),
                     mp_context=context,
                     initializer=init_pool_worker,
-                    initargs=(os.getpid(),),
+                    initargs=(os.getpid(), plugin_dirs(runs)),
                 )
             try:
                 unsettled = self._drain(pool, pending, on_done)
@@ -305,7 +316,8 @@ class RayExecutor:
 
     def run(self, runs: Sequence[SweepRun], on_done: OnDone) -> None:
         ray = self._ray
-        refs = {self._task.remote(run): run for run in runs}
+        dirs = plugin_dirs(runs)
+        refs = {self._task.remote(run, dirs): run for run in runs}
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1)
             for ref in done:
@@ -319,7 +331,8 @@ class RayExecutor:
         self._ray.shutdown()
 
 
-def _ray_execute(run: SweepRun) -> Outcome:
+def _ray_execute(run: SweepRun, plugin_dirs: tuple[str, ...]) -> Outcome:
+    add_search_dirs(plugin_dirs)
     init_worker()
     return execute(run)
 
