@@ -25,7 +25,13 @@ from fedgame.agents.table import ClientTable
 from fedgame.collect import ClientTableCollector, declared_columns, round_summary
 from fedgame.errors import DivergenceError
 from fedgame.learning.batched import LocalResult
-from fedgame.mechanisms.base import FaultDraw, Preparable, ReportsClients, ReportsRounds
+from fedgame.mechanisms.base import (
+    FaultDraw,
+    ObservesFaults,
+    Preparable,
+    ReportsClients,
+    ReportsRounds,
+)
 from fedgame.privacy.base import (
     FinalisesAggregate,
     PrivacyPlan,
@@ -149,6 +155,7 @@ class FedGameModel(mesa.Model):
         )
         self.round_wall_time = 0.0
         self._reporters = reporting
+        self._observers = [c for c in comps.values() if isinstance(c, ObservesFaults)]
         self.datacollector = ClientTableCollector(round_extra=round_extra, table=self.table)
         self.summary = round_summary(self)
         self.datacollector.collect(self)  # step 0: the model as built (Mesa's convention)
@@ -335,10 +342,17 @@ class FedGameModel(mesa.Model):
         self.table.noise_std[self.state.selected] = plan.noise_std
 
     def phase_upload(self) -> None:
-        """7. Stragglers miss the deadline; their updates never arrive."""
+        """7. Stragglers miss the deadline; their updates never arrive.
+
+        From now on the round's fault draw is knowable: plug-ins that declare
+        ``ObservesFaults`` receive it.
+        """
         ids = self.state.selected
         self.state.uploaded = ~self.table.straggled[ids]
         self.table.uploaded[ids] = self.state.uploaded
+        if self.state.faults is not None:
+            for comp in self._observers:
+                comp.observe_faults(self.state.faults, info=self.state.info)
 
     def phase_aggregate(self) -> None:
         """8. Combine the received updates, update the global model, evaluate."""

@@ -40,11 +40,36 @@ def find_runs(path: str | Path) -> list[Path]:
     return [p.parent for p in manifests]
 
 
+def sweep_of(run_dir: Path) -> Path | None:
+    """The sweep folder a run belongs to (``<sweep>/runs/<run-id>``), or None."""
+    parent = run_dir.parent
+    if parent.name == "runs" and (parent.parent / "sweep.json").is_file():
+        return parent.parent
+    return None
+
+
+def single_runs(path: str | Path) -> list[Path]:
+    """``find_runs`` without the runs of sweeps found below ``path`` (oldest first).
+
+    Asked about a sweep folder (or a folder inside one), its runs are kept.
+    """
+    root = Path(path).resolve()
+    kept = []
+    for run in find_runs(path):
+        sweep = sweep_of(run.resolve())
+        if sweep is None or root == sweep or sweep in root.parents:
+            kept.append(run)
+    return kept
+
+
 def load_run(path: str | Path) -> Run:
-    """Load a run folder; given a folder of runs (e.g. ``results/quickstart``), the newest one."""
-    runs = find_runs(path)
+    """Load a run folder; given a folder of runs (e.g. ``results/quickstart``), the newest single
+    run there (``fedgame run``), not one of a sweep's runs (use ``load_sweep`` for those)."""
+    runs = single_runs(path)
     if not runs:
-        raise FedGameError(f"{path}: no run folder (one with a manifest.json) found there")
+        raise FedGameError(
+            f"{path}: no single run folder (one with a manifest.json, outside a sweep) found there"
+        )
     run_dir = runs[-1]
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     scenario_file = run_dir / "scenario.resolved.yaml"

@@ -24,7 +24,7 @@ class PartitionConfig(BaseModel):
     """Knob shared by every partition."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    min_size: int = Field(1, ge=1)
+    min_size: int = Field(1, ge=1, description="smallest local dataset a client may get")
 
 
 def check_capacity(n: int, *, num_clients: int, min_size: int) -> None:
@@ -97,8 +97,12 @@ class DirichletLabel:
     class Config(PartitionConfig):
         """Parameters of ``dirichlet``."""
 
-        alpha: float = Field(1.0, gt=0.0)
-        max_redraws: int = Field(20, ge=0)
+        alpha: float = Field(
+            1.0, gt=0.0, description="Dirichlet concentration (smaller: more label skew)"
+        )
+        max_redraws: int = Field(
+            20, ge=0, description="redraws allowed to give every client min_size samples"
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -164,7 +168,7 @@ class Shards:
     class Config(PartitionConfig):
         """Parameters of ``shards``."""
 
-        classes_per_client: int = Field(2, ge=1)
+        classes_per_client: int = Field(2, ge=1, description="labels each client holds")
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -231,9 +235,11 @@ class QuantitySkew:
     class Config(PartitionConfig):
         """Parameters of ``quantity_skew``."""
 
-        distribution: Literal["dirichlet", "lognormal"] = "dirichlet"
-        beta: float = Field(0.5, gt=0.0)
-        sigma: float = Field(1.0, ge=0.0)
+        distribution: Literal["dirichlet", "lognormal"] = Field(
+            "dirichlet", description="law of the client sizes: dirichlet or lognormal"
+        )
+        beta: float = Field(0.5, gt=0.0, description="Dirichlet concentration of the sizes")
+        sigma: float = Field(1.0, ge=0.0, description="log-normal sigma of the sizes")
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -280,10 +286,17 @@ class SSimilarity:
     class Config(PartitionConfig):
         """Parameters of ``s_similarity``."""
 
-        s: float = Field(30.0, ge=0.0, le=100.0)
-        sizes: Literal["uniform", "equal"] = "uniform"
-        size_low: float = Field(0.5, gt=0.0)
-        size_high: float = Field(1.5, gt=0.0)
+        s: float = Field(
+            30.0,
+            ge=0.0,
+            le=100.0,
+            description="s-similarity: percent of each client's data drawn IID (paper 001)",
+        )
+        sizes: Literal["uniform", "equal"] = Field(
+            "uniform", description="client sizes: uniform shares U(size_low, size_high) or equal"
+        )
+        size_low: float = Field(0.5, gt=0.0, description="lower end of the size shares")
+        size_high: float = Field(1.5, gt=0.0, description="upper end of the size shares")
 
         @model_validator(mode="after")
         def _ordered(self) -> Any:
@@ -346,7 +359,9 @@ class Natural:
     class Config(PartitionConfig):
         """Parameters of ``natural``."""
 
-        mapping: Literal["exact", "random"] = "exact"
+        mapping: Literal["exact", "random"] = Field(
+            "exact", description="exact (each group is a client) or random"
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

@@ -121,3 +121,56 @@ class ReportsClients(Protocol):
     client_columns: tuple[str, ...]
 
     def client_metrics(self) -> Mapping[str, Mapping[int, float]]: ...
+
+
+@runtime_checkable
+class WeightedSumAggregator(Protocol):
+    """Capability of an aggregator: the update is Σ_k w_k u_k / Σ_k w_k with these weights.
+
+    Central noise sizes its sensitivity from them; secure aggregation can wrap such an
+    aggregator (its sum decomposes over clients).
+    """
+
+    def weights(self, clients: Sequence[ClientView]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class StragglerLaw(Protocol):
+    """Capability of a fault model: the law of the number of stragglers among ``clients``."""
+
+    def straggler_pmf(self, clients: Sequence[ClientView], *, graph: Any = None) -> np.ndarray: ...
+
+
+@runtime_checkable
+class BoundsStragglers(Protocol):
+    """Capability of a fault model: at most ``max_stragglers`` stragglers a round (S_bar)."""
+
+    max_stragglers: int
+
+
+@runtime_checkable
+class ParticipationPlanner(Protocol):
+    """Capability of a selection rule: each client's planned releases T_n and budget share."""
+
+    def planned_participations(self, client_id: int) -> int: ...
+
+    def budget_fraction(self, client_id: int) -> float: ...
+
+
+@runtime_checkable
+class ReportsLossBound(Protocol):
+    """Capability of a selection rule: released losses bounded by Θ at a round (paper 000)."""
+
+    def loss_bound(self, round_index: int) -> float: ...
+
+
+@runtime_checkable
+class ObservesFaults(Protocol):
+    """Capability of any plug-in: told the round's fault draw once uploads are over (phase 7).
+
+    The straggler draw is decided in phase 1 but no agent can know it before the upload; a
+    mechanism that must know who straggled (to unmask a secure sum, to measure the noise left
+    in the aggregate) receives it here, as an argument, not by reading the fault model.
+    """
+
+    def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None: ...

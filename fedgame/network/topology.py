@@ -76,7 +76,7 @@ class ErdosRenyi:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        p: float = Field(0.2, ge=0.0, le=1.0)
+        p: float = Field(0.2, ge=0.0, le=1.0, description="edge probability")
 
     def __init__(self, config: Config) -> None:
         self.p = config.p
@@ -94,8 +94,10 @@ class WattsStrogatz:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        k: PositiveInt = 4
-        p: float = Field(0.1, ge=0.0, le=1.0)
+        k: PositiveInt = Field(
+            4, description="each client's neighbours in the ring before rewiring"
+        )
+        p: float = Field(0.1, ge=0.0, le=1.0, description="edge probability")
 
     def __init__(self, config: Config) -> None:
         self.k, self.p = config.k, config.p
@@ -119,7 +121,7 @@ class BarabasiAlbert:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        m: PositiveInt = 2
+        m: PositiveInt = Field(2, description="edges each new client attaches with")
 
     def __init__(self, config: Config) -> None:
         self.m = config.m
@@ -146,7 +148,9 @@ class RandomGeometric:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        radius: PositiveFloat = 0.3
+        radius: PositiveFloat = Field(
+            0.3, description="clients closer than this in the unit square are linked"
+        )
 
     def __init__(self, config: Config) -> None:
         self.radius = config.radius
@@ -216,7 +220,9 @@ class EdgeList:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        edges: str | list[tuple[int, int]]
+        edges: str | list[tuple[int, int]] = Field(
+            description="a file of 'i j' lines, or an inline list of [i, j] pairs"
+        )
 
     def __init__(self, config: Config) -> None:
         self.source = config.edges

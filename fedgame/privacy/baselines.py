@@ -25,9 +25,10 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import PositiveInt
+from pydantic import Field, PositiveInt
 
 from fedgame.game import lightdp as ld
+from fedgame.mechanisms.base import BoundsStragglers
 from fedgame.privacy.base import PrivacyPlan, clip_rows, gaussian_noise
 from fedgame.privacy.distributed import (
     BoundsConfig,
@@ -84,8 +85,12 @@ class SmpcDP(PerRoundGaussian):
     round_columns = ("colluders", "residual_noise_var", "smpc_status")
 
     class Config(BoundsConfig):
-        recovery: Literal["p2p", "none", "always"] = "p2p"
-        threshold: PositiveInt | None = None
+        recovery: Literal["p2p", "none", "always"] = Field(
+            "p2p", description="how masks are recovered: p2p (SecAgg-style threshold), none, always"
+        )
+        threshold: PositiveInt | None = Field(
+            None, description="uploads needed to recover the sum (default: K - S_bar)"
+        )
 
     config: Config
 
@@ -102,7 +107,9 @@ class SmpcDP(PerRoundGaussian):
 
     def s_bar(self) -> int:
         s = self.config.max_stragglers
-        return int(s if s is not None else getattr(self.faults, "max_stragglers", 0))
+        if s is None and isinstance(self.faults, BoundsStragglers):
+            s = self.faults.max_stragglers
+        return int(s or 0)
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
@@ -180,4 +187,7 @@ class IdealSmpc(SmpcDP):
     """``smpc_dp`` with an ideal secure aggregation that never fails (reference)."""
 
     class Config(SmpcDP.Config):
-        recovery: Literal["always"] = "always"
+        recovery: Literal["always"] = Field(
+            "always",
+            description="how masks are recovered: p2p (SecAgg-style threshold), none, always",
+        )

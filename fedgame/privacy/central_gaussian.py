@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame import registry
 from fedgame.errors import ScenarioError
+from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
 from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows
@@ -56,10 +57,23 @@ class CentralGaussian:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        clip: PositiveFloat = 1.0
-        noise_multiplier: PositiveFloat | None = None
-        participations: PositiveInt | None = None
-        accountant: str = "rdp"
+        clip: PositiveFloat = Field(
+            1.0, description="L2 norm C each update is clipped to before aggregation"
+        )
+        noise_multiplier: PositiveFloat | None = Field(
+            None,
+            description=(
+                "fixed noise multiplier z (default: solved so the strictest client's budget lasts"
+                " T releases)"
+            ),
+        )
+        participations: PositiveInt | None = Field(
+            None, description="planned releases T (default: rounds x expected selected fraction)"
+        )
+        accountant: str = Field(
+            "rdp",
+            description="accountant plug-in that prices every release (fedgame list accountant)",
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -74,8 +88,8 @@ class CentralGaussian:
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
         check_describes(config.accountant, "gaussian", key=f"{key}.accountant")
         kind = scenario.component("aggregation").kind
-        cls = registry.entry("aggregation", kind, key="aggregation.kind").cls
-        if not getattr(cls, "is_weighted_sum", False):
+        aggregator = registry.create("aggregation", kind, scenario.config("aggregation"))
+        if not isinstance(aggregator, WeightedSumAggregator):
             raise ScenarioError(
                 "aggregation.kind",
                 kind,
@@ -103,7 +117,10 @@ class CentralGaussian:
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
-        self.weights_of = getattr(ctx.components.get("aggregation"), "weights", None)
+        aggregator = ctx.components.get("aggregation")
+        self.weights_of = (
+            aggregator.weights if isinstance(aggregator, WeightedSumAggregator) else None
+        )
 
     def solve_z(self, epsilon: float, delta: float) -> float:
         """Multiplier meeting (ε, δ) over the planned participations (strictest client wins)."""

@@ -31,9 +31,10 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
+from fedgame.mechanisms.base import FaultDraw
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charges, PrivacyPlan
 from fedgame.privacy.calibrate import analytic_gaussian_multipliers
@@ -45,27 +46,57 @@ class PerRoundConfig(BaseModel):
     """Knobs shared by lightdp, ldp, smpc_dp and ideal_smpc."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    clip: PositiveFloat = 1.0
-    adjacency: Literal["add_remove", "replace"] = "add_remove"
-    participations: PositiveInt | None = None
-    calibration: Literal["analytic", "lightdp", "classic"] = "analytic"
-    allow_loose_classic: bool = False
-    accountant: str = "basic"
-    sensitivity: Literal["update", "sample"] = "update"
+    clip: PositiveFloat = Field(1.0, description="L2 norm each update is clipped to")
+    adjacency: Literal["add_remove", "replace"] = Field(
+        "add_remove",
+        description="neighbouring datasets: add_remove (sensitivity clip) or replace (2 x clip)",
+    )
+    participations: PositiveInt | None = Field(
+        None,
+        description=(
+            "planned releases T per-round budgets are split over (default: rounds x expected "
+            "selected fraction)"
+        ),
+    )
+    calibration: Literal["analytic", "lightdp", "classic"] = Field(
+        "analytic",
+        description=(
+            "analytic (exact, any epsilon), lightdp (sqrt(2 ln(2/delta))) or classic (sqrt(2 "
+            "ln(1.25/delta)))"
+        ),
+    )
+    allow_loose_classic: bool = Field(
+        False, description="allow a lightdp/classic constant where a per-round epsilon reaches 1"
+    )
+    accountant: str = Field(
+        "basic",
+        description="accountant plug-in that prices every release (fedgame list accountant)",
+    )
+    sensitivity: Literal["update", "sample"] = Field(
+        "update", description="update (client-level) or sample (NbAFL-style 2 clip / |D_min|)"
+    )
 
 
 class BoundsConfig(PerRoundConfig):
     """Adds the coalition and straggler bounds C_bar, S_bar of paper 004."""
 
-    max_colluders: NonNegativeInt = 0
-    max_stragglers: NonNegativeInt | None = None
+    max_colluders: NonNegativeInt = Field(
+        0, description="C_bar: at most this many colluding clients"
+    )
+    max_stragglers: NonNegativeInt | None = Field(
+        None,
+        description=(
+            "S_bar: at most this many stragglers a round (default: the fault model's bound)"
+        ),
+    )
 
 
 def scenario_s_bar(config: BoundsConfig, scenario: Any) -> int | None:
     """S_bar: the mechanism's own, else the fault model's ``max_stragglers``, else None."""
     if config.max_stragglers is not None:
         return config.max_stragglers
-    return getattr(scenario.config("network.faults"), "max_stragglers", None)
+    faults = scenario.config("network.faults")
+    return faults.max_stragglers if "max_stragglers" in type(faults).model_fields else None
 
 
 def check_bounds(config: BoundsConfig, scenario: Any, *, key: str, need_s_bar: bool) -> None:
@@ -117,6 +148,8 @@ class PerRoundGaussian:
         self.faults: Any = None
         self.colluder = np.zeros(0, dtype=bool)
         self._round = -1
+        self._draw: FaultDraw | None = None
+        self._draw_round = -2
         self._ids: tuple[int, ...] = ()
         self._metrics: tuple[dict[str, float], dict[str, dict[int, float]]] = ({}, {})
 
@@ -188,16 +221,21 @@ class PerRoundGaussian:
         charges = Charges("gaussian", self.multipliers(eps, delta), delta=delta)
         return PrivacyPlan(self._ids, charges, np.asarray(sigma, float), self.config.clip)
 
+    def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None:
+        """The round's faults, handed over once the uploads are over (``ObservesFaults``)."""
+        self._draw, self._draw_round = draw, info.round
+
     def stragglers(self) -> np.ndarray | None:
         """Mask over the round's selected clients of those whose upload is lost, if known."""
-        draw = getattr(self.faults, "last_draw", None)
-        if draw is None or getattr(self.faults, "last_round", None) != self._round:
+        if self._draw is None or self._draw_round != self._round:
             return None
-        return np.asarray(draw.straggler, dtype=bool)[list(self._ids)]
+        return np.asarray(self._draw.straggler, dtype=bool)[list(self._ids)]
 
     def failed_edges(self) -> set[tuple[int, int]]:
-        draw = getattr(self.faults, "last_draw", None)
-        return set(draw.failed_edges) if draw is not None else set()
+        """Client-client links down this round (known once uploads are over)."""
+        if self._draw is None or self._draw_round != self._round:
+            return set()
+        return set(self._draw.failed_edges)
 
     def selected_colluders(self) -> np.ndarray:
         return (
@@ -222,13 +260,13 @@ class PerRoundGaussian:
         self._metrics = (rounds, clients)
 
     def round_metrics(self) -> dict[str, float]:
-        if self._round != getattr(self.faults, "last_round", self._round):
+        if self._draw_round != self._round:
             return {}
         self._compute_metrics()
         return dict(self._metrics[0])
 
     def client_metrics(self) -> dict[str, dict[int, float]]:
-        if self._round != getattr(self.faults, "last_round", self._round):
+        if self._draw_round != self._round:
             return {}
         self._compute_metrics()
         return dict(self._metrics[1])

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, PositiveFloat
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 from scipy.optimize import brentq
 
 from fedgame.privacy.accountants import check_describes, make_accountant
@@ -104,11 +104,29 @@ class LocalDpSgd(PerClientCharges):
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        clip: PositiveFloat = 1.0
-        calibration: Literal["accountant", "paper"] = "accountant"
-        adjacency: Literal["add_remove", "replace"] = "add_remove"
-        participations: Participations = "auto"
-        accountant: str = "rdp"
+        clip: PositiveFloat = Field(1.0, description="per-sample L2 clipping norm C")
+        calibration: Literal["accountant", "paper"] = Field(
+            "accountant",
+            description=(
+                "accountant (noise solved under the accountant) or paper (paper 001 Eq. 6-7 as "
+                "written)"
+            ),
+        )
+        adjacency: Literal["add_remove", "replace"] = Field(
+            "add_remove",
+            description="neighbouring datasets: add_remove (factor 1) or replace (factor 2)",
+        )
+        participations: Participations = Field(
+            "auto",
+            description=(
+                "planned releases T per client: auto (the selection's per-client plan, else "
+                "scenario), scenario (rounds x expected selected fraction) or a fixed integer"
+            ),
+        )
+        accountant: str = Field(
+            "rdp",
+            description="accountant plug-in that prices every release (fedgame list accountant)",
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

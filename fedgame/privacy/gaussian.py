@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.privacy.accountants import check_describes, make_accountant
@@ -75,12 +75,36 @@ class GaussianMechanism:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        clip: PositiveFloat = 1.0
-        participations: PositiveInt | None = None
-        adjacency: Literal["add_remove", "replace"] = "add_remove"
-        calibration: Calibration = "analytic"
-        allow_loose_classic: bool = False
-        accountant: str = "basic"
+        clip: PositiveFloat = Field(1.0, description="L2 norm C each update is clipped to")
+        participations: PositiveInt | None = Field(
+            None,
+            description=(
+                "planned releases T each client's budget is split over (default: rounds x "
+                "expected selected fraction)"
+            ),
+        )
+        adjacency: Literal["add_remove", "replace"] = Field(
+            "add_remove",
+            description="neighbouring datasets: add_remove (sensitivity C) or replace (2C)",
+        )
+        calibration: Calibration = Field(
+            "analytic",
+            description=(
+                "analytic (exact Gaussian profile, any epsilon) or classic (Dwork-Roth bound, "
+                "epsilon < 1)"
+            ),
+        )
+        allow_loose_classic: bool = Field(
+            False,
+            description=(
+                "allow the classic bound where a per-round epsilon reaches 1 (not a proven "
+                "guarantee)"
+            ),
+        )
+        accountant: str = Field(
+            "basic",
+            description="accountant plug-in that prices every release (fedgame list accountant)",
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

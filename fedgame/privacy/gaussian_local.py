@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, PositiveFloat
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from fedgame.errors import ScenarioError
 from fedgame.privacy.accountants import check_describes, make_accountant
@@ -99,15 +99,60 @@ class LocalGaussian(ReleaseSensitivity, PerClientCharges):
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        clip: PositiveFloat = 1.0
-        calibration: Literal["analytic", "classic", "dpfl_bcs", "accountant"] = "accountant"
-        allow_loose_classic: bool = False
-        level: Literal["update", "sample"] = "update"
-        adjacency: Literal["add_remove", "replace"] = "add_remove"
-        participations: Participations = "auto"
-        accountant: str | None = None
-        c2: PositiveFloat = 1.0
-        bcs_split: Literal["analysis", "per_round"] = "analysis"
+        clip: PositiveFloat = Field(
+            1.0,
+            description=(
+                "clipping norm C of each update (level update) or per-sample gradient (level "
+                "sample)"
+            ),
+        )
+        calibration: Literal["analytic", "classic", "dpfl_bcs", "accountant"] = Field(
+            "accountant",
+            description=(
+                "how the noise multiplier is chosen: accountant, analytic, classic or dpfl_bcs "
+                "(paper 000 Lemma 1)"
+            ),
+        )
+        allow_loose_classic: bool = Field(
+            False,
+            description=(
+                "allow the classic bound where a per-round epsilon reaches 1 (not a proven "
+                "guarantee)"
+            ),
+        )
+        level: Literal["update", "sample"] = Field(
+            "update",
+            description=(
+                "update (clip and noise the whole update) or sample (FedSGD, per-sample clipping)"
+            ),
+        )
+        adjacency: Literal["add_remove", "replace"] = Field(
+            "add_remove",
+            description="neighbouring datasets: add_remove (factor 1) or replace (factor 2)",
+        )
+        participations: Participations = Field(
+            "auto",
+            description=(
+                "planned releases T per client: auto (the selection's per-client plan, else "
+                "scenario), scenario (rounds x expected selected fraction) or a fixed integer"
+            ),
+        )
+        accountant: str | None = Field(
+            None,
+            description="accountant plug-in (default: basic for classic/analytic, rdp otherwise)",
+        )
+        c2: PositiveFloat = Field(
+            1.0,
+            description=(
+                "the constant c2 of paper 000's analysis calibration (never given by the paper)"
+            ),
+        )
+        bcs_split: Literal["analysis", "per_round"] = Field(
+            "analysis",
+            description=(
+                "dpfl_bcs calibration: analysis (Thm 2) or per_round (Alg. 2's linear split)"
+            ),
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

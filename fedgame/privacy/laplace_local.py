@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, PositiveFloat
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charge, Charges, PerClientCharges, PrivacyPlan, clip_rows
@@ -62,11 +62,37 @@ class LocalLaplace(ReleaseSensitivity, PerClientCharges):
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        clip: PositiveFloat = 1.0
-        level: Literal["update", "sample"] = "update"
-        adjacency: Literal["add_remove", "replace"] = "replace"
-        participations: Participations = "auto"
-        accountant: str = "basic"
+        clip: PositiveFloat = Field(
+            1.0,
+            description=(
+                "L1 clipping norm C of each update (level update) or per-sample gradient (level "
+                "sample)"
+            ),
+        )
+        level: Literal["update", "sample"] = Field(
+            "update",
+            description=(
+                "update (clip and noise the whole update) or sample (FedSGD, per-sample L1 "
+                "clipping)"
+            ),
+        )
+        adjacency: Literal["add_remove", "replace"] = Field(
+            "replace",
+            description=(
+                "neighbouring datasets: add_remove (factor 1) or replace (factor 2, the papers')"
+            ),
+        )
+        participations: Participations = Field(
+            "auto",
+            description=(
+                "planned releases T per client: auto (the selection's per-client plan, else "
+                "scenario), scenario (rounds x expected selected fraction) or a fixed integer"
+            ),
+        )
+        accountant: str = Field(
+            "basic",
+            description="accountant plug-in that prices every release (fedgame list accountant)",
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

@@ -27,9 +27,11 @@ from typing import Any, Literal
 import networkx as nx
 import numpy as np
 import torch
+from pydantic import Field
 
 from fedgame.errors import ScenarioError
 from fedgame.game import lightdp as ld
+from fedgame.mechanisms.base import BoundsStragglers, StragglerLaw
 from fedgame.privacy.base import PrivacyPlan, clip_rows
 from fedgame.privacy.distributed import (
     BoundsConfig,
@@ -106,7 +108,13 @@ class LightDP(PerRoundGaussian):
     """LightDP-FL: pairwise-cancelling + individual Gaussian noise (paper 004, eq. 7)."""
 
     class Config(BoundsConfig):
-        incomplete_graph: Literal["reject", "ldp_floor"] = "reject"
+        incomplete_graph: Literal["reject", "ldp_floor"] = Field(
+            "reject",
+            description=(
+                "reject a non-complete topology, or ldp_floor (raise individual noise to the "
+                "local-DP level)"
+            ),
+        )
 
     config: Config
 
@@ -133,14 +141,14 @@ class LightDP(PerRoundGaussian):
     def straggler_law(self, clients: Sequence[ClientView]) -> np.ndarray:
         """g(s) for s < K from the fault model, truncated at S_bar when known."""
         k = len(clients)
-        if hasattr(self.faults, "straggler_pmf"):
+        if isinstance(self.faults, StragglerLaw):
             pmf = np.asarray(self.faults.straggler_pmf(clients, graph=self.graph), float)
         else:
             pmf = np.zeros(k + 1)
             pmf[0] = 1.0
         s_bar = self.config.max_stragglers
-        if s_bar is None:
-            s_bar = getattr(self.faults, "max_stragglers", None)
+        if s_bar is None and isinstance(self.faults, BoundsStragglers):
+            s_bar = self.faults.max_stragglers
         top = k - 1 if s_bar is None else min(int(s_bar), k - 1)
         pmf = pmf[: top + 1]
         return pmf / pmf.sum() if pmf.sum() > 0 else np.eye(1, top + 1)[0]

@@ -22,6 +22,7 @@ from pydantic import PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.learning.settings import TrainingSettings
+from fedgame.mechanisms.base import ParticipationPlanner, ReportsLossBound
 from fedgame.views import ClientView, SetupContext
 
 
@@ -78,9 +79,10 @@ def check_sample_level(scenario: Any, *, key: str, norm: str) -> None:
 
 def training_from(ctx: SetupContext) -> TrainingSettings:
     """The run's training settings, read from the learner the model hands to ``prepare``."""
-    settings = getattr(ctx.components.get("learner"), "settings", None)
-    if settings is None:
+    learner = ctx.components.get("learner")
+    if learner is None:
         raise RuntimeError("prepare() needs ctx.components['learner'] (the batched learner)")
+    settings: TrainingSettings = learner.settings
     return settings
 
 
@@ -166,7 +168,7 @@ class ParticipationPlan:
     def bind(self, selection: Any) -> None:
         """Attach the run's selection (``ctx.components["selection"]``) in ``prepare``."""
         self.selection = selection
-        self.hooked = self.setting == "auto" and hasattr(selection, "planned_participations")
+        self.hooked = self.setting == "auto" and isinstance(selection, ParticipationPlanner)
 
     def of(self, client_id: int) -> tuple[int, float]:
         """(T_n, share of (ε_total, δ) those T_n releases split) of ``client_id``."""
@@ -174,7 +176,7 @@ class ParticipationPlan:
             return self.scenario, 1.0
         sel = self.selection
         t = int(sel.planned_participations(client_id))
-        share = float(sel.budget_fraction(client_id)) if hasattr(sel, "budget_fraction") else 1.0
+        share = float(sel.budget_fraction(client_id))
         if t < 1 or not share > 0.0:
             return 1, 1.0
         return t, min(share, 1.0)
@@ -205,8 +207,9 @@ class ParticipationPlan:
 
     def loss_bound(self, round_index: int) -> float:
         """Θ of the selection's stage-1 loss reports at 1-based ``round_index`` (0 without)."""
-        hook = getattr(self.selection, "loss_bound", None)
-        return float(hook(round_index)) if hook is not None else 0.0
+        if isinstance(self.selection, ReportsLossBound):
+            return float(self.selection.loss_bound(round_index))
+        return 0.0
 
 
 class ReleaseSensitivity:

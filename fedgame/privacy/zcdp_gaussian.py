@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, PositiveFloat
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charges, PrivacyPlan, clip_rows, gaussian_noise
@@ -35,9 +35,16 @@ class ZcdpGaussian:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        clip: PositiveFloat = 1.0
-        rho: PositiveFloat = 0.1
-        accountant: str = "zcdp"
+        clip: PositiveFloat = Field(
+            1.0, description="L2 clipping norm C (sensitivity 2C/|D_i|, paper 003 Eq. 10)"
+        )
+        rho: PositiveFloat = Field(
+            0.1, description="zCDP budget rho per release when the response names none"
+        )
+        accountant: str = Field(
+            "zcdp",
+            description="accountant plug-in that prices every release (fedgame list accountant)",
+        )
 
     def __init__(self, config: Config) -> None:
         self.config = config

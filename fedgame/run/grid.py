@@ -4,7 +4,8 @@ Every grid point is applied to the base scenario with the same machinery as ``--
 validated, preflight checks included (:mod:`fedgame.scenario.preflight`: data files, device,
 memory), before anything runs, so a bad key or value stops the sweep with one
 ``ScenarioError``. A sweep holds at most :data:`MAX_RUNS` runs (grid points x replicates).
-Run ids are deterministic: ``<hash of the grid point>-r<replicate>``, and the sweep folder is
+Run ids are deterministic: ``<hash of the run's resolved scenario>-r<replicate>``, and the
+sweep folder is
 ``<out>/<name>/sweep-<hash of base scenario and grid>/``; rerunning the same command
 therefore finds the runs it already finished. Replicate ``r`` runs with ``SeedPlan(seed, r)``
 at every grid point (common random numbers).
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fedgame.errors import ScenarioError
+from fedgame.run.single import resolved_scenario
 from fedgame.scenario.load import (
     OVERRIDE_KEY,
     apply_overrides,
@@ -202,19 +204,20 @@ def plan_from_data(
             raise ScenarioError("--replicates", reps, "a positive integer")
         check_size(full_grid, reps)
         points = expand(full_grid)
-        memory = max(_validate_point(data, point) for point in points)
+        checked = [_validate_point(data, point) for point in points]
+        memory = max(m for m, _ in checked)
     except ScenarioError as err:
         raise (err.with_file(file) if file else err) from None
     identity = base.model_dump(mode="json", exclude={"sweep", "output"})
     sweep_id = short_hash({"base": identity, "grid": full_grid}, length=10)
     runs = tuple(
         SweepRun(
-            run_id=f"{short_hash(point)}-r{rep}",
+            run_id=f"{short_hash(resolved)}-r{rep}",
             point=point,
             replicate=rep,
             data=apply_overrides(data, point.items()),
         )
-        for point in points
+        for point, (_, resolved) in zip(points, checked)
         for rep in range(reps)
     )
     out_dir = Path(out) if out is not None else Path(base.output.dir)
@@ -222,10 +225,20 @@ def plan_from_data(
     return SweepPlan(base.name, sweep_id, full_grid, reps, runs, out_dir, memory, out_key)
 
 
-def _validate_point(data: dict[str, Any], point: dict[str, Any]) -> int:
-    """Validate and preflight one grid point; returns its memory estimate in bytes."""
+def _validate_point(data: dict[str, Any], point: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Validate and preflight one grid point: its memory estimate (bytes) and its identity.
+
+    The identity is the whole resolved scenario of the run (every default and plug-in
+    parameter filled in; ``sweep`` and ``output`` aside), so two sweeps that differ anywhere,
+    e.g. by a ``--set``, give their runs different ids.
+    """
     try:
-        return preflight(validate(apply_overrides(data, point.items()))).footprint.total
+        scenario = validate(apply_overrides(data, point.items()))
+        memory = preflight(scenario).footprint.total
+        resolved = resolved_scenario(scenario)
+        resolved.pop("sweep", None)
+        resolved.pop("output", None)
+        return memory, resolved
     except ScenarioError as err:
         where = ", ".join(f"{k}={v!r}" for k, v in point.items())
         raise ScenarioError(

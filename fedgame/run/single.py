@@ -145,6 +145,7 @@ def _result(
         },
         "versions": store.versions(),
         "git_sha": store.git_sha(),
+        "git_dirty": store.git_dirty(),
         "final_test_accuracy": final,
     }
     return RunResult(rounds, clients, manifest, None, resolved_scenario(scenario))

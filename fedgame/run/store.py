@@ -84,6 +84,22 @@ def new_run_id(seed: int, replicate: int = 0) -> str:
     return f"{now}-s{seed}{rep}-{os.urandom(2).hex()}"
 
 
+def git_dirty() -> bool | None:
+    """Whether the fedgame checkout has uncommitted changes (None outside a git checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def git_sha() -> str | None:
     """The git commit of the fedgame source tree, when it is a git checkout."""
     try:
@@ -100,24 +116,40 @@ def git_sha() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+#: the distributions whose versions a manifest records (every declared dependency)
+RECORDED_PACKAGES = (
+    "torch",
+    "mesa",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "networkx",
+    "pydantic",
+    "PyYAML",
+    "scikit-learn",
+    "dp-accounting",
+    "matplotlib",
+    "tqdm",
+    "threadpoolctl",
+)
+
+
 def versions() -> dict[str, str]:
-    """Versions of the libraries that shape results."""
-    import mesa
-    import numpy
-    import pyarrow
-    import torch
+    """Versions of fedgame, Python and every dependency that can shape results.
 
-    import fedgame
+    Read from the installed distributions' metadata (``importlib.metadata``), so nothing is
+    imported; a package that is not installed is recorded as ``"not installed"``.
+    """
+    from importlib import metadata
 
-    return {
-        "fedgame": fedgame.__version__,
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "mesa": mesa.__version__,
-        "numpy": numpy.__version__,
-        "pandas": pd.__version__,
-        "pyarrow": pyarrow.__version__,
-    }
+    out = {"python": platform.python_version()}
+    for name in ("fedgame", *RECORDED_PACKAGES):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
 
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
@@ -63,8 +65,18 @@ class Contrarian(ClientAgent):
         return Response(self.client_id, participate=mine, reason="" if mine else "parity")
 
 
-def test_a_user_subclass_registered_as_a_policy_decides_for_its_clients(tiny):
+@pytest.fixture
+def contrarian_registered() -> Iterator[None]:
+    """Registers the user's policy for one test and removes it again (the registry is global)."""
     registry.register("policy", "contrarian_test")(Contrarian)
+    try:
+        yield
+    finally:
+        registry._REGISTRY["policy"].pop("contrarian_test", None)
+
+
+@pytest.mark.usefixtures("contrarian_registered")
+def test_a_user_subclass_registered_as_a_policy_decides_for_its_clients(tiny):
     tiny["population"]["behaviours"] = [
         {"kind": "contrarian_test", "share": 0.5},
         {"kind": "always", "share": 0.5},

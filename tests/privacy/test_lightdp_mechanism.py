@@ -85,7 +85,7 @@ def test_residual_with_stragglers_matches_eq9(s):
     agg = rows[torch.as_tensor(~late)].mean(0)
     expected = (s * d.sigma_pairwise**2 + d.sigma_individual**2) / (n - s)
     assert agg.var().item() == pytest.approx(expected, rel=0.05)
-    faults.last_draw, faults.last_round = FaultDraw(np.ones(n, bool), late), 1
+    mech.observe_faults(FaultDraw(np.ones(n, bool), late), info=RoundInfo(1, 5, n))
     assert mech.round_metrics()["residual_noise_var"] == pytest.approx(expected, rel=1e-12)
 
 
@@ -110,10 +110,7 @@ def test_effective_noise_counts_only_honest_partners():
     n = 20
     mech = prepared(LightDP, n, NoFaults(None), colluders=5, max_colluders=5)
     plan_for(mech, n, colluders=5)
-    mech.faults.last_draw, mech.faults.last_round = (
-        FaultDraw(np.ones(n, bool), np.zeros(n, bool)),
-        1,
-    )
+    mech.observe_faults(FaultDraw(np.ones(n, bool), np.zeros(n, bool)), info=RoundInfo(1, 5, n))
     eff = mech.client_metrics()["effective_noise_var"]
     d = mech.design
     assert eff[0] == 0.0  # a colluder reveals everything
@@ -159,14 +156,14 @@ def test_smpc_round_fails_when_masks_cannot_be_recovered():
     gen = torch.Generator()
     late = np.zeros(n, bool)
     late[3] = True
-    faults.last_draw, faults.last_round = FaultDraw(np.ones(n, bool), late), 1
+    smpc.observe_faults(FaultDraw(np.ones(n, bool), late), info=RoundInfo(1, 5, n))
     assert smpc.finalise(delta, plan, num_received=9, generator=gen) is not None
     down = tuple((0, j) for j in range(1, 4))  # client 0 loses 3 links: 0..3 not ok
-    faults.last_draw = FaultDraw(np.ones(n, bool), late, down)
+    smpc.observe_faults(FaultDraw(np.ones(n, bool), late, down), info=RoundInfo(1, 5, n))
     assert smpc.finalise(delta, plan, num_received=9, generator=gen) is None
     assert smpc.round_metrics()["smpc_status"] == 1
     late[:5] = True  # 5 > S_bar stragglers: too few uploads before the deadline
-    faults.last_draw = FaultDraw(np.ones(n, bool), late)
+    smpc.observe_faults(FaultDraw(np.ones(n, bool), late), info=RoundInfo(1, 5, n))
     assert smpc.finalise(delta, plan, num_received=5, generator=gen) is None
     assert smpc.status == 2
     ideal = prepared(IdealSmpc, n, faults, max_colluders=2)

@@ -30,8 +30,6 @@ class CoordinateMedian:
     mean's sensitivity can wrap it (both are refused at validation).
     """
 
-    is_weighted_sum = False
-
     def __init__(self, config: object) -> None:
         self.config = config
 

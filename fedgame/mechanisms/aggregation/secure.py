@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validato
 
 from fedgame import registry
 from fedgame.errors import FedGameError, ScenarioError
+from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.privacy.secure import decode_fixed, encode_fixed, masked_uploads, unmask_sum
 from fedgame.registry import register
 from fedgame.views import ClientView
@@ -32,15 +33,24 @@ class SecureAggregation:
     be a weighted sum (``fedavg``, ``mean``); a ``median`` is refused at validation.
     """
 
-    is_weighted_sum = True
     round_columns = ("secure_dropped", "secure_recovered", "secure_error")
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        inner: dict[str, Any] = Field(default_factory=lambda: {"kind": "fedavg"})
-        bits: int = Field(48, ge=16, le=62)
-        scale: PositiveFloat = 2.0**20
-        recover_dropouts: bool = True
+        inner: dict[str, Any] = Field(
+            default_factory=lambda: {"kind": "fedavg"},
+            description="the weighted-sum aggregator whose sum is computed securely ({kind: ...})",
+        )
+        bits: int = Field(48, ge=16, le=62, description="fixed-point modulus 2^bits")
+        scale: PositiveFloat = Field(
+            2.0**20, description="fixed-point scale (values x scale are rounded)"
+        )
+        recover_dropouts: bool = Field(
+            True,
+            description=(
+                "remove the masks of dropped clients (SecAgg recovery); else such a round fails"
+            ),
+        )
 
         @field_validator("inner", mode="before")
         @classmethod
@@ -60,7 +70,10 @@ class SecureAggregation:
         registry.validate("aggregation", config.inner, key=f"{key}.inner")
         kind = config.inner["kind"]  # validate() above ensures a str kind
         cls = registry.entry("aggregation", kind, key=f"{key}.inner.kind").cls
-        if not getattr(cls, "is_weighted_sum", False) or cls is SecureAggregation:
+        inner = registry.create(
+            "aggregation", kind, registry.validate("aggregation", config.inner, key=f"{key}.inner")
+        )
+        if not isinstance(inner, WeightedSumAggregator) or cls is SecureAggregation:
             raise ScenarioError(
                 f"{key}.inner.kind",
                 kind,

@@ -14,8 +14,6 @@ from fedgame.views import ClientView, column_of
 class WeightedSum:
     """Base for sum-decomposable aggregators (secure aggregation can wrap these)."""
 
-    is_weighted_sum = True
-
     def __init__(self, config: object) -> None:
         self.config = config
 

@@ -64,16 +64,35 @@ class BcsSelection:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        k: PositiveInt = 20
-        t0: NonNegativeInt | float = Field(10, ge=0)
-        mechanism: Literal["gaussian", "laplace"] = "gaussian"
-        calibration: Literal["analysis", "per_round"] = "analysis"
-        c2: PositiveFloat = 1.0
-        clip: PositiveFloat = 1.0
-        clip_norm: Literal["l2", "l1"] = "l2"
-        loss_bound: PositiveFloat = math.log(10.0)
-        estimate: Literal["losses", "none"] = "losses"
-        restarts: NonNegativeInt = 4
+        k: PositiveInt = Field(20, description="clients per round K")
+        t0: NonNegativeInt | float = Field(
+            10,
+            ge=0,
+            description=(
+                "stage-1 rounds T_0 (0: no estimation stage); a float below 1 is a share of rounds"
+            ),
+        )
+        mechanism: Literal["gaussian", "laplace"] = Field(
+            "gaussian", description="noise the allocation is solved for: gaussian or laplace"
+        )
+        calibration: Literal["analysis", "per_round"] = Field(
+            "analysis",
+            description="Gaussian noise law of the allocation: analysis (Thm 2) or per_round",
+        )
+        c2: PositiveFloat = Field(1.0, description="the constant c2 of the analysis calibration")
+        clip: PositiveFloat = Field(
+            1.0, description="per-sample clipping norm B in the allocation's noise terms"
+        )
+        clip_norm: Literal["l2", "l1"] = Field(
+            "l2", description="norm of the per-sample clipping: l2 (Gaussian) or l1 (Laplace)"
+        )
+        loss_bound: PositiveFloat = Field(
+            math.log(10.0), description="Theta: stage-1 loss reports are clipped to [0, Theta]"
+        )
+        estimate: Literal["losses", "none"] = Field(
+            "losses", description="losses (estimate the non-IID degree in stage 1) or none"
+        )
+        restarts: NonNegativeInt = Field(4, description="random restarts of the P2 constant fit")
 
     round_columns = (
         "bcs_stage",

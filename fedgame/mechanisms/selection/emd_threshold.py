@@ -46,10 +46,22 @@ class EmdThreshold:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        threshold: float | None = Field(None, gt=0)
-        quantile: float | None = Field(None, gt=0, le=1)
-        reference: Literal["population", "uniform"] = "population"
-        mode: Literal["static", "per_round"] = "static"
+        threshold: float | None = Field(
+            None, gt=0, description="absolute EMD threshold theta_th (give this or quantile)"
+        )
+        quantile: float | None = Field(
+            None,
+            gt=0,
+            le=1,
+            description="share of clients with the lowest EMD kept (give this or threshold)",
+        )
+        reference: Literal["population", "uniform"] = Field(
+            "population", description="distribution EMD is measured against: population or uniform"
+        )
+        mode: Literal["static", "per_round"] = Field(
+            "static",
+            description="static (decided once) or per_round (among the round's candidates)",
+        )
 
         @model_validator(mode="after")
         def _one_rule(self) -> Any:

@@ -76,20 +76,38 @@ class OptimalQueries(RoundRobin):
     """Round robin with paper 002's optimal queries T* and clients per query b*."""
 
     class Config(RoundRobin.Config):
-        mechanism: Literal["laplace", "gaussian"] = "laplace"
-        clip_l1: PositiveFloat = 300.0
-        b: PositiveInt | Literal["optimal"] = "optimal"  # type: ignore[assignment]
-        constants: Literal["estimate", "given"] = "estimate"
-        smoothness: float | None = None
-        strong_convexity: float | None = None
-        grad_bound_sq: float | None = None
-        noniid: float | None = None
-        initial_distance_sq: float | None = None
-        probe_steps: PositiveInt = 100
-        probe_lr: NonNegativeFloat = 0.5
-        clip_l2: PositiveFloat = 1.0  # Gaussian: L2 clip of the noised gradients
-        sample_rate: float = Field(1.0, gt=0, le=1)  # Gaussian: per-step sampling rate q
-        c2: PositiveFloat = 1.0  # Gaussian: Abadi's noise constant (never given by the paper)
+        mechanism: Literal["laplace", "gaussian"] = Field(
+            "laplace",
+            description="noise the plan is solved for: laplace (Thm 1) or gaussian (Thm 4)",
+        )
+        clip_l1: PositiveFloat = Field(
+            300.0, description="L1 clip of the noised gradients (Laplace)"
+        )
+        b: PositiveInt | Literal["optimal"] = Field(  # type: ignore[assignment]
+            "optimal", description="clients per query, or optimal (the joint optimum)"
+        )
+        constants: Literal["estimate", "given"] = Field(
+            "estimate",
+            description="estimate the bound's constants on the data, or take them as given",
+        )
+        smoothness: float | None = Field(None, description="lambda (given constants)")
+        strong_convexity: float | None = Field(None, description="mu (given constants)")
+        grad_bound_sq: float | None = Field(None, description="G^2 (given constants)")
+        noniid: float | None = Field(None, description="Gamma (given constants)")
+        initial_distance_sq: float | None = Field(None, description="Y0 (given constants)")
+        probe_steps: PositiveInt = Field(
+            100, description="full-batch steps each client takes to estimate its local optimum"
+        )
+        probe_lr: NonNegativeFloat = Field(0.5, description="learning rate of those probe steps")
+        clip_l2: PositiveFloat = Field(
+            1.0, description="L2 clip of the noised gradients (Gaussian)"
+        )
+        sample_rate: float = Field(
+            1.0, gt=0, le=1, description="per-step sampling rate q (Gaussian)"
+        )
+        c2: PositiveFloat = Field(
+            1.0, description="Abadi's noise constant (Gaussian; never given by the paper)"
+        )
 
     round_columns = (*RoundRobin.round_columns, "queries_t_star", "queries_invalid")
 

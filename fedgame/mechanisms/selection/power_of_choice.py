@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.selection.probe import client_losses, learner_of
@@ -32,10 +32,19 @@ class PowerOfChoice:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        k: PositiveInt = 10
-        d: PositiveInt | None = None
-        proxy: Literal["local_loss", "emd"] = "local_loss"
-        cap_factor: PositiveFloat = 2.0
+        k: PositiveInt = Field(10, description="clients selected per round")
+        d: PositiveInt | None = Field(
+            None,
+            description=(
+                "candidates drawn by dataset size before picking the k highest proxies (default 2k)"
+            ),
+        )
+        proxy: Literal["local_loss", "emd"] = Field(
+            "local_loss", description="local_loss (the clients' loss on the global model) or emd"
+        )
+        cap_factor: PositiveFloat = Field(
+            2.0, description="participation cap: cap_factor x expected participations"
+        )
 
     round_columns = ("poc_proxy_emd",)
 

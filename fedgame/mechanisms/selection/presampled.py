@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.game import privacy_aware as pa
@@ -29,8 +29,11 @@ class PresampledSelection:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        k: PositiveInt = 10
-        duplicates: Literal["virtual", "dedupe"] = "virtual"
+        k: PositiveInt = Field(10, description="draws per round (with replacement)")
+        duplicates: Literal["virtual", "dedupe"] = Field(
+            "virtual",
+            description="virtual (a client drawn m times trains as m clients, the paper) or dedupe",
+        )
 
     round_columns: tuple[str, ...] = ("presampled_missing",)
     client_columns = ("selection_prob", "planned_participations")
@@ -110,8 +113,12 @@ class PrivacyAwareSelection(PresampledSelection):
     """
 
     class Config(PresampledSelection.Config):
-        eta_d: PositiveFloat = 1e4
-        batch_size: PositiveInt = 64
+        eta_d: PositiveFloat = Field(
+            1e4, description="the single knob eta x D of paper 001's Problem 1"
+        )
+        batch_size: PositiveInt = Field(
+            64, description="batch B_k in the sampling ratio r_k = min(1, B_k/|M_k|) of Eq. 7"
+        )
 
     round_columns = ("presampled_missing", "pa_selection_gap", "pa_objective")
 

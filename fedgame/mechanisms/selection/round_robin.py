@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.registry import register
@@ -31,8 +31,10 @@ class RoundRobin:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        b: PositiveInt = 1
-        active_rounds: PositiveInt | None = None
+        b: PositiveInt = Field(1, description="clients queried per round")
+        active_rounds: PositiveInt | None = Field(
+            None, description="rounds that query anyone (default: all)"
+        )
 
     round_columns: tuple[str, ...] = ("queries_active", "queries_b", "queries_T")
 

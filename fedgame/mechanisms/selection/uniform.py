@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.registry import register
@@ -22,7 +22,9 @@ class UniformSelection:
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
-        k: PositiveInt = 10
+        k: PositiveInt = Field(
+            10, description="clients selected per round (all when fewer are willing)"
+        )
 
     def __init__(self, config: Config) -> None:
         self.k = config.k

@@ -269,9 +269,7 @@ def check_describes(name: str, noise: str, *, key: str = "privacy.accountant") -
     )
 
 
-def check_reachable(
-    name: str, scenario: Any, *, releases: int, template: Charge, key: str
-) -> None:
+def check_reachable(name: str, scenario: Any, *, releases: int, template: Charge, key: str) -> None:
     """Refuse budgets no noise can meet: calibrate the strictest client of ``scenario``.
 
     The smallest ε_total and δ_total the budget distributions can draw are calibrated for

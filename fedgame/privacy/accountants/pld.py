@@ -55,7 +55,12 @@ class PldAccountant(AccountantBase):
         """Discretisation of privacy-loss values (smaller: tighter and slower)."""
 
         model_config = ConfigDict(extra="forbid", frozen=True)
-        value_discretization_interval: float = Field(default=1e-4, gt=0.0, le=0.1)
+        value_discretization_interval: float = Field(
+            default=1e-4,
+            gt=0.0,
+            le=0.1,
+            description="privacy-loss discretisation (smaller: tighter and slower)",
+        )
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or self.Config()

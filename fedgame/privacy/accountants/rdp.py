@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fedgame.privacy.accountants.base import StateAccountant
 from fedgame.privacy.base import Charges, release_event
@@ -91,7 +91,9 @@ class RdpAccountant(StateAccountant):
         """RDP orders; ``None`` uses dp_accounting's defaults."""
 
         model_config = ConfigDict(extra="forbid", frozen=True)
-        orders: tuple[float, ...] | None = None
+        orders: tuple[float, ...] | None = Field(
+            default=None, description="RDP orders alpha > 1 (default: dp_accounting's list)"
+        )
 
         @field_validator("orders")
         @classmethod
