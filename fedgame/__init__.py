@@ -14,6 +14,8 @@ cheap: torch and the rest load only when a model, a run or a sweep needs them.
 from __future__ import annotations
 
 import importlib
+import sys
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -65,3 +67,20 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_EXPORTS})
+
+
+class _Package(ModuleType):
+    """``fedgame`` itself: an exported name is never replaced by a same-named subpackage.
+
+    Importing ``fedgame.run.single`` makes Python set the attribute ``fedgame.run`` to the
+    subpackage, which would hide the function ``fedgame.run``; the subpackage stays reachable
+    as ``sys.modules["fedgame.run"]`` (what ``from fedgame.run.single import ...`` uses).
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
