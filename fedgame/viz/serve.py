@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import sys
+import warnings
 from typing import Any
 
 from fedgame.errors import ScenarioError
@@ -69,6 +70,8 @@ def serve(config: dict[str, Any], *, host: str = "127.0.0.1", port: int = 8765) 
     server = uvicorn.Server(
         uvicorn.Config("solara.server.starlette:app", log_level="warning", access_log=False)
     )
+    # Solara's note that a local http page falls back to SameSite=Lax cookies (harmless here)
+    warnings.filterwarnings("ignore", message="Cookies with samesite=none")
     print(f"fedgame dashboard: http://{host}:{actual}/ (Ctrl-C stops it)", flush=True)
     try:
         server.run(sockets=[sock])
