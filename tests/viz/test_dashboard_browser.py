@@ -100,9 +100,7 @@ def _wait_for_round(page, n: int) -> None:
 @pytest.fixture
 def browser():
     with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
-        )
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         yield chromium
         chromium.close()
 
