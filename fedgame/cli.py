@@ -166,7 +166,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     """Serve the dashboard of a scenario file (live) or of a run folder (replay)."""
-    from fedgame.analysis.load import find_runs
+    from fedgame.analysis.load import single_runs
     from fedgame.run.store import run_folder_problem
     from fedgame.scenario.load import load_scenario
     from fedgame.scenario.preflight import preflight
@@ -176,7 +176,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     if target.is_dir():
         if args.overrides:
             raise ScenarioError("--set", args.overrides[0], "only with a scenario file")
-        runs = find_runs(target)
+        runs = single_runs(target)  # the run load_run would read: the newest single run
         problem = run_folder_problem(runs[-1]) if runs else "no run folder (manifest.json)"
         if problem:
             raise ScenarioError(

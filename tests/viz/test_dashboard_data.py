@@ -75,3 +75,8 @@ def test_a_run_folder_with_set_is_refused(tmp_path, capsys):
     (tmp_path / "manifest.json").write_text("{}")
     assert main(["dashboard", str(tmp_path), "--set", "rounds=2"]) == 2
     assert "only with a scenario file" in capsys.readouterr().err
+
+
+def test_a_folder_without_runs_is_refused(tmp_path, capsys):
+    assert main(["dashboard", str(tmp_path)]) == 2
+    assert "no run folder (manifest.json)" in capsys.readouterr().err
