@@ -27,6 +27,16 @@ END_TO_END = ("alias_bomb-run",)
 #: peak RSS of a fresh ``fedgame`` process rejecting an input: imports (about 350 MB) + bound
 END_TO_END_RSS_BYTES = (400 << 20) + MEMORY_BOUND_BYTES
 HERE = Path(__file__).resolve().parent
+#: runs ``argv[2:]`` as its child and writes the child's peak RSS (KiB) to ``argv[1]``. Measured
+#: from this small process: a child started straight from pytest (vfork + exec) would report
+#: pytest's own peak RSS, whatever the earlier tests left in it.
+RSS_PROBE = (
+    "import os, subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[2:])\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
 
 
 def _tree(folder: Path) -> set[str]:
@@ -59,8 +69,9 @@ def _end_to_end(cases: dict[str, dict]) -> dict[str, subprocess.Popen]:
         env = {**os.environ, **case["env"]}
         for name in case["unset"]:
             env.pop(name, None)
+        probe = [sys.executable, "-c", RSS_PROBE, f"{case['cwd']}.rss"]
         procs[case_id] = subprocess.Popen(
-            [sys.executable, "-m", "fedgame", *case["argv"]],
+            [*probe, sys.executable, "-m", "fedgame", *case["argv"]],
             cwd=case["cwd"],
             env=env,
             stdin=subprocess.DEVNULL,
@@ -118,7 +129,8 @@ def outcomes(tmp_path_factory):
         result["stderr"] = (logs / f"{case_id}.err").read_text(errors="replace")
         result["written"] = sorted(_tree(Path(case["cwd"])) - case["before"])
     finished = {case_id: _wait(proc, 300) for case_id, proc in e2e.items()}
-    for case_id, (code, out, err, rss) in finished.items():
+    for case_id, (code, out, err, _) in finished.items():
+        rss = int(Path(f"{e2e_cases[case_id]['cwd']}.rss").read_text()) * 1024
         written = sorted(_tree(Path(e2e_cases[case_id]["cwd"])) - e2e_cases[case_id]["before"])
         results[f"e2e:{case_id}"] = {
             "code": code, "stdout": out, "stderr": err, "rss": rss, "written": written,
