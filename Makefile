@@ -9,11 +9,11 @@ install:
 	$(PIP) torch==2.13.0
 	$(PIP) -e .
 
-# The above plus the pinned lint, type-check and test tools, and Ray (the suite tests the
-# Ray executor).
+# The above plus the pinned lint, type-check and test tools, Ray and the dashboard (the suite
+# tests the Ray executor and drives the dashboard in a browser).
 install-dev:
 	$(PIP) torch==2.13.0
-	$(PIP) -e ".[dev,distributed]"
+	$(PIP) -e ".[dev,distributed,viz]"
 
 run: install
 	$(PYTHON) -m fedgame run scenarios/quickstart.yaml

@@ -1,4 +1,4 @@
-"""Command line: ``fedgame run | sweep | validate | list | explain | report``.
+"""Command line: ``fedgame run | sweep | validate | list | explain | report | dashboard``.
 
 Bad input (a scenario, a ``--set``, a command-line option) prints one line naming the file,
 key, value and what is allowed, and exits with code 2 before anything is written. ``run``
@@ -21,7 +21,7 @@ import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from fedgame import __version__
 from fedgame.cli_sweep import add_parsers, cmd_report, cmd_sweep
@@ -137,9 +137,13 @@ def _parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
         "  fedgame list\n"
         "  fedgame list selection\n"
-        "  fedgame list privacy --verbose",
+        "  fedgame list privacy --verbose\n"
+        "  fedgame list selection --scenario my_study.yaml",
     )
     lst.add_argument("family", nargs="?", metavar="FAMILY", help="only this family")
+    lst.add_argument(
+        "--scenario", metavar="FILE", help="also load the plug-in modules this scenario lists"
+    )
     lst.add_argument(
         "-v",
         "--verbose",
@@ -158,6 +162,21 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("family", metavar="FAMILY", help="plug-in family (see fedgame list)")
     explain.add_argument("name", metavar="NAME", help="plug-in name within the family")
     add_parsers(sub)
+    dash = sub.add_parser(
+        "dashboard",
+        help="serve a live dashboard of a scenario, or replay a finished run",
+        description="Serve a Mesa SolaraViz page in the browser: the client network coloured "
+        "by state, live curves, the round's clients, sliders for the main knobs and "
+        "step / play / reset. Given a run folder, replay its newest single run read-only.",
+        epilog="examples:\n"
+        "  fedgame dashboard scenarios/quickstart.yaml\n"
+        "  fedgame dashboard scenarios/quickstart.yaml --set population.clients=30 --port 8800\n"
+        "  fedgame dashboard results/quickstart",
+    )
+    dash.add_argument("target", metavar="SCENARIO", help="a scenario file, or a run folder")
+    dash.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    dash.add_argument("--port", type=int, default=8765, help="port (0: any free port)")
+    dash.add_argument("--host", default="127.0.0.1", help="address to listen on")
     for command in sub.choices.values():
         command.formatter_class = _HelpFormatter
     return parser
@@ -253,8 +272,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """Each family's plug-ins: name, origin (built-in, entry point, scenario module), summary."""
     from fedgame import plugin_help, registry
 
+    if args.scenario:
+        from fedgame.scenario.load import load_scenario
+
+        load_scenario(args.scenario)  # imports its ``plugins``
     cat = registry.catalogue()
     if args.family:
         plugin_help.check_choice("FAMILY", args.family, list(cat), "allowed plug-in families")
@@ -266,7 +290,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             if args.verbose:
                 print(plugin_help.describe(family, e.name, e.cls, e.config), end="\n\n")
             else:
-                print(plugin_help.listing_line(e.name, e.cls))
+                print(plugin_help.listing_line(e.name, e.cls, e.origin))
     return 0
 
 
@@ -280,6 +304,35 @@ def cmd_explain(args: argparse.Namespace) -> int:
     plugin_help.check_choice("NAME", args.name, names, f"allowed {args.family} plug-ins")
     e = registry.entry(args.family, args.name)
     print(plugin_help.describe(args.family, e.name, e.cls, e.config))
+    return 0
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """Serve the dashboard of a scenario file (live) or of a run folder (replay)."""
+    from fedgame.analysis.load import single_runs
+    from fedgame.run.store import run_folder_problem
+    from fedgame.scenario.load import load_scenario
+    from fedgame.scenario.preflight import preflight
+
+    target = Path(args.target)
+    config: dict[str, Any]
+    if target.is_dir():
+        if args.overrides:
+            raise ScenarioError("--set", args.overrides[0], "only with a scenario file")
+        runs = single_runs(target)  # the run load_run would read: the newest single run
+        problem = run_folder_problem(runs[-1]) if runs else "no run folder (manifest.json)"
+        if problem:
+            raise ScenarioError(
+                "SCENARIO", args.target, f"a scenario file or a run folder; {problem}"
+            )
+        config = {"replay": str(runs[-1].resolve())}
+    else:
+        scenario = load_scenario(target, args.overrides)
+        preflight(scenario, file=args.target)
+        config = {"scenario": str(target.resolve()), "overrides": list(args.overrides)}
+    from fedgame.viz.serve import serve
+
+    serve(config, host=args.host, port=args.port)
     return 0
 
 
@@ -301,6 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.formatwarning = _format_warning
     args = _parser().parse_args(argv)
     handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list, "explain": cmd_explain}
+    handlers |= {"dashboard": cmd_dashboard}
     handlers |= {"sweep": cmd_sweep, "report": cmd_report}
     try:
         with StopOnSignal():  # SIGTERM while reading or checking input ends like Ctrl-C

@@ -104,8 +104,9 @@ class FedGameModel(mesa.Model):
         scenario: a scenario file path, a mapping, a ``Scenario`` or None (all defaults).
         seed: the scenario seed (overrides the scenario's ``seed``).
         replicate: replicate index for the seed plan (sweeps use it; common random numbers).
-        **keys: any scenario key with ``.`` written ``__`` (``population__clients=20``), so
-            ``mesa.batch_run`` and SolaraViz can set them; validated as ``fedgame run`` does.
+        **kwargs: any scenario key with ``.`` written ``__`` (``population__clients=20``), so
+            ``mesa.batch_run`` and SolaraViz can set them; validated as ``fedgame run`` does
+            (the name ``kwargs`` is what SolaraViz's parameter check accepts).
 
     ``run_model()`` stops after ``rounds`` steps. ``datacollector`` holds the rounds table
     (model reporters) and the clients table (``get_agent_vars_dataframe()``, one row per step
@@ -118,14 +119,14 @@ class FedGameModel(mesa.Model):
         *,
         seed: int | None = None,
         replicate: int = 0,
-        **keys: Any,
+        **kwargs: Any,
     ) -> None:
         if seed is not None:
-            keys["seed"] = seed
+            kwargs["seed"] = seed
         resolved = (
             scenario
-            if isinstance(scenario, Scenario) and not keys
-            else scenario_from(scenario, **keys)
+            if isinstance(scenario, Scenario) and not kwargs
+            else scenario_from(scenario, **kwargs)
         )
         plan = SeedPlan(resolved.seed, replicate)
         super().__init__(seed=plan.seed_int("mesa"))

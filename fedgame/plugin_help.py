@@ -155,9 +155,10 @@ def parameter_lines(config: type[BaseModel], *, indent: str) -> list[str]:
     return lines
 
 
-def listing_line(name: str, cls: type) -> str:
-    """``fedgame list``'s line: the name, then the first sentence wrapped under its column."""
-    first = f"  {name:<20} "
+def listing_line(name: str, cls: type, origin: str = "") -> str:
+    """``fedgame list``'s line: the name, where it comes from (``built-in``, an entry point, a
+    scenario module), then the first sentence wrapped under its column."""
+    first = f"  {name:<20} {origin + ' ' if origin else ''}"
     return textwrap.fill(
         summary(cls, short=True) or "-",
         WIDTH,

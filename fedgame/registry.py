@@ -6,13 +6,19 @@ loader validates ``{kind: name, ...params}`` against it, so each plug-in's knobs
 the boundary with the dotted key of any bad value. ``create(family, spec)`` builds an instance
 as ``cls(config)`` where ``config`` is the validated ``Config``.
 
-Adding a mechanism is one file plus one import line in :mod:`fedgame.plugins`.
+Adding a mechanism is one file plus one import line in :mod:`fedgame.plugins`. Plug-ins from
+outside fedgame come from entry points of group ``fedgame.plugins`` (loaded with the built-in
+ones, on first use of the registry) and from the modules a scenario lists under ``plugins``;
+:mod:`fedgame.plugins` loads both, and every entry remembers where it came from
+(``Entry.origin``, shown by ``fedgame list``).
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -36,6 +42,9 @@ FAMILIES = (
 
 T = TypeVar("T")
 
+#: origin of the plug-ins that ship with fedgame
+BUILT_IN = "built-in"
+
 
 class EmptyConfig(BaseModel):
     """Config of a plug-in that takes no parameters."""
@@ -51,6 +60,9 @@ class Entry:
     name: str
     cls: type
     config: type[BaseModel]
+    #: where it came from: ``built-in``, ``entry point NAME (DIST)``, ``scenario module M``,
+    #: or ``module M`` (registered by code that imported fedgame, e.g. a notebook)
+    origin: str = BUILT_IN
 
     @property
     def doc(self) -> str:
@@ -59,6 +71,26 @@ class Entry:
 
 _REGISTRY: dict[str, dict[str, Entry]] = {f: {} for f in FAMILIES}
 _LOADED = False
+#: the origin of plug-ins registered now (set while an entry point or scenario module loads)
+_loading_from: str | None = None
+
+
+@contextmanager
+def registering_from(origin: str) -> Iterator[None]:
+    """Plug-ins registered inside this block are recorded with ``origin``."""
+    global _loading_from
+    outer, _loading_from = _loading_from, origin
+    try:
+        yield
+    finally:
+        _loading_from = outer
+
+
+def _origin_of(cls: type) -> str:
+    if _loading_from is not None:
+        return _loading_from
+    module = cls.__module__
+    return BUILT_IN if module == "fedgame" or module.startswith("fedgame.") else f"module {module}"
 
 
 def register(family: str, name: str) -> Callable[[type[T]], type[T]]:
@@ -71,32 +103,50 @@ def register(family: str, name: str) -> Callable[[type[T]], type[T]]:
         if existing is not None and existing.cls is not cls:
             raise ValueError(f"{family} plug-in {name!r} registered twice")
         config = getattr(cls, "Config", EmptyConfig)
-        _REGISTRY[family][name] = Entry(family, name, cls, config)
+        origin = existing.origin if existing is not None else _origin_of(cls)
+        _REGISTRY[family][name] = Entry(family, name, cls, config, origin)
         return cls
 
     return decorate
 
 
-def _ensure_loaded() -> None:
+def ensure_loaded() -> None:
+    """Import the built-in plug-ins, then the entry points (again after a failure)."""
     global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        importlib.import_module("fedgame.plugins")
+    if _LOADED:
+        return
+    _LOADED = True
+    try:
+        plugins = importlib.import_module("fedgame.plugins")
+        plugins.load_entry_points()
+    except BaseException:
+        _LOADED = False
+        raise
+
+
+def suggest(word: str, choices: Sequence[str]) -> str:
+    """``"did you mean 'clients'?"`` for the nearest of ``choices`` (difflib), or ``""``."""
+    near = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
 
 
 def names(family: str) -> list[str]:
     """Registered names of ``family``, sorted."""
-    _ensure_loaded()
+    ensure_loaded()
     return sorted(_REGISTRY[family])
 
 
 def entry(family: str, name: str, *, key: str | None = None) -> Entry:
     """Look up a plug-in; unknown names raise ``ScenarioError`` listing the valid ones."""
-    _ensure_loaded()
+    ensure_loaded()
     found = _REGISTRY.get(family, {}).get(name)
     if found is None:
+        valid = names(family)
+        near = suggest(str(name), valid)
         raise ScenarioError(
-            key or f"{family}.kind", name, f"allowed {family} kinds: {', '.join(names(family))}"
+            key or f"{family}.kind",
+            name,
+            f"allowed {family} kinds: {', '.join(valid)}{'; ' + near if near else ''}",
         )
     return found
 
@@ -113,7 +163,7 @@ def validate(family: str, spec: Mapping[str, Any] | BaseModel, *, key: str) -> B
     try:
         return found.config.model_validate(params)
     except ValidationError as exc:
-        raise scenario_error_from_pydantic(exc, prefix=key) from None
+        raise scenario_error_from_pydantic(exc, prefix=key, model=found.config) from None
 
 
 def create(family: str, kind: str, config: BaseModel | Mapping[str, Any] | None = None) -> Any:
@@ -128,7 +178,7 @@ def create(family: str, kind: str, config: BaseModel | Mapping[str, Any] | None 
 
 def catalogue() -> dict[str, list[Entry]]:
     """All registered plug-ins by family (for ``fedgame list``)."""
-    _ensure_loaded()
+    ensure_loaded()
     return {f: [_REGISTRY[f][n] for n in sorted(_REGISTRY[f])] for f in FAMILIES}
 
 
@@ -137,7 +187,8 @@ def scenario_error_from_pydantic(
 ) -> ScenarioError:
     """Turn pydantic's first error into a ``ScenarioError`` with a dotted key.
 
-    ``model`` (the validated class) lets an unknown key's message list the allowed keys.
+    ``model`` (the validated class) lets an unknown key's message name the nearest valid keys
+    (``difflib``) and list the allowed ones.
     """
     err = exc.errors()[0]
     loc = [str(p) for p in err.get("loc", ()) if not str(p).startswith("function-")]
@@ -150,6 +201,8 @@ def scenario_error_from_pydantic(
         msg = "is not a known key"
         allowed = _fields_at(model, loc[:-1]) if model is not None else []
         if allowed:
+            near = suggest(loc[-1], allowed) if loc else ""
+            msg += f" ({near})" if near else ""
             msg += f"; allowed keys here: {', '.join(allowed)}"
     elif kind == "missing":
         value = ...

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedgame.errors import Interrupted, ScenarioError
+from fedgame.plugins import add_search_dirs, module_dirs
 from fedgame.run.devices import WorkerPlan, plan_local_workers, ray_gpus, run_device
 from fedgame.run.grid import SweepRun
 from fedgame.run.single import RunResult
@@ -87,15 +88,25 @@ def init_worker() -> None:
     threadpool_limits(limits=1)
 
 
-def init_pool_worker(driver: int, slots: Any = None) -> None:
+def init_pool_worker(driver: int, slots: Any = None, plugin_dirs: Sequence[str] = ()) -> None:
     """Local pool worker set-up: ignore SIGINT, die with ``driver`` (the process that started
     the pool), take this worker's environment (``CUDA_VISIBLE_DEVICES``: its GPU) from the
-    ``slots`` queue when there is one, then :func:`init_worker`."""
+    ``slots`` queue when there is one, find the scenarios' plug-in modules where the driver
+    found them, then :func:`init_worker`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(driver)
     if slots is not None:
         os.environ.update(slots.get(timeout=60))  # before CUDA is first used in this process
+    add_search_dirs(plugin_dirs)
     init_worker()
+
+
+def plugin_dirs(runs: Sequence[SweepRun]) -> tuple[str, ...]:
+    """The folders the driver imported the runs' scenario plug-in modules from (each run
+    imports its ``plugins`` when it validates its scenario; a worker needs their folders on
+    its ``sys.path``)."""
+    names = dict.fromkeys(name for run in runs for name in run.data.get("plugins") or ())
+    return module_dirs(names)
 
 
 def exit_with_parent(parent: int) -> None:
@@ -227,7 +238,7 @@ class LocalExecutor:
                     max_workers=size,
                     mp_context=context,
                     initializer=init_pool_worker,
-                    initargs=(os.getpid(), slots),
+                    initargs=(os.getpid(), slots, plugin_dirs(runs)),
                 )
             try:
                 unsettled = self._drain(pool, pending, on_done)
@@ -333,13 +344,14 @@ class RayExecutor:
     def run(self, runs: Sequence[SweepRun], on_done: OnDone) -> None:
         ray = self._ray
         cluster_gpus = float(ray.cluster_resources().get("GPU", 0.0))
+        dirs = plugin_dirs(runs)
         refs = {}
         for run in runs:
             gpus = ray_gpus(
                 run_device(run.data), gpus_per_run=self.gpus_per_run, cluster_gpus=cluster_gpus
             )
             task = self._task.options(num_gpus=gpus) if gpus else self._task
-            refs[task.remote(run)] = run
+            refs[task.remote(run, dirs)] = run
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1)
             for ref in done:
@@ -353,7 +365,8 @@ class RayExecutor:
         self._ray.shutdown()
 
 
-def _ray_execute(run: SweepRun) -> Outcome:
+def _ray_execute(run: SweepRun, plugin_dirs: tuple[str, ...]) -> Outcome:
+    add_search_dirs(plugin_dirs)
     init_worker()
     return execute(run)
 

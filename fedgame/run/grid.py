@@ -180,9 +180,28 @@ def plan_sweep(
     try:
         data = apply_overrides(raw, [parse_override(o) for o in overrides])
         data.setdefault("name", path.stem)
+        cli_grid = dict(parse_grid_arg(g) for g in grid)
+    except ScenarioError as err:
+        raise err.with_file(str(path)) from None
+    return plan_from_data(data, grid=cli_grid, replicates=replicates, out=out, file=str(path))
+
+
+def plan_from_data(
+    data: dict[str, Any],
+    *,
+    grid: Mapping[str, Any] | None = None,
+    replicates: int | None = None,
+    out: str | Path | None = None,
+    file: str | None = None,
+) -> SweepPlan:
+    """Validate every run of the sweep of scenario ``data`` (a raw mapping, overrides applied).
+
+    ``grid`` (dotted key -> values) adds to or replaces the scenario's ``sweep.grid``; ``file``
+    names the scenario file in errors. Raises ``ScenarioError``.
+    """
+    try:
         base = validate(data)
-        cli_grid = [parse_grid_arg(g) for g in grid]
-        full_grid = check_grid(merge_grid(base.sweep.grid, cli_grid))
+        full_grid = check_grid(merge_grid(base.sweep.grid, (grid or {}).items()))
         reps = base.sweep.replicates if replicates is None else replicates
         if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
             raise ScenarioError("--replicates", reps, "a positive integer")
@@ -191,7 +210,7 @@ def plan_sweep(
         checked = [_validate_point(data, point) for point in points]
         memory = max(m for m, _ in checked)
     except ScenarioError as err:
-        raise err.with_file(str(path)) from None
+        raise (err.with_file(file) if file else err) from None
     identity = base.model_dump(mode="json", exclude={"sweep", "output"})
     sweep_id = short_hash({"base": identity, "grid": full_grid}, length=10)
     runs = tuple(

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fedgame.scenario.load import apply_overrides, load_scenario, read_raw, validate
+from fedgame.scenario.load import apply_overrides, read_raw, validate
 from fedgame.scenario.schema import Scenario
 
 ScenarioLike = str | Path | Mapping[str, Any] | Scenario | None
@@ -22,6 +22,22 @@ ScenarioLike = str | Path | Mapping[str, Any] | Scenario | None
 def dotted(keyword: str) -> str:
     """``population__clients`` -> ``population.clients``."""
     return keyword.replace("__", ".")
+
+
+def scenario_data(scenario: ScenarioLike = None, **keys: Any) -> tuple[dict[str, Any], str | None]:
+    """The raw scenario mapping with the dotted-key overrides ``keys`` applied, and the file
+    it came from (None for a mapping or a ``Scenario``); nothing is validated yet."""
+    overrides = [(dotted(k), v) for k, v in keys.items() if v is not None]
+    if isinstance(scenario, str | Path):
+        path = Path(scenario)
+        data = apply_overrides(read_raw(path), overrides)
+        data.setdefault("name", path.stem)
+        return data, str(path)
+    if isinstance(scenario, Scenario):
+        data = scenario.model_dump(mode="json", exclude_unset=True)
+    else:
+        data = dict(scenario or {})
+    return apply_overrides(data, overrides), None
 
 
 def scenario_from(scenario: ScenarioLike = None, **keys: Any) -> Scenario:
@@ -34,18 +50,8 @@ def scenario_from(scenario: ScenarioLike = None, **keys: Any) -> Scenario:
             parameter grids use it for "not set").
 
     Raises:
-        ScenarioError: the same error ``fedgame validate`` gives (file, key, value, allowed).
+        ScenarioError: the same error ``fedgame validate`` gives (file, key, value, allowed;
+            an unknown key names the nearest valid ones).
     """
-    overrides = [(dotted(k), v) for k, v in keys.items() if v is not None]
-    if isinstance(scenario, str | Path):
-        path = Path(scenario)
-        if not overrides:
-            return load_scenario(path)
-        data = apply_overrides(read_raw(path), overrides)
-        data.setdefault("name", path.stem)
-        return validate(data, file=str(path))
-    if isinstance(scenario, Scenario):
-        data = scenario.model_dump(mode="json", exclude_unset=True)
-    else:
-        data = dict(scenario or {})
-    return validate(apply_overrides(data, overrides))
+    data, file = scenario_data(scenario, **keys)
+    return validate(data, file=file)

@@ -155,6 +155,9 @@ class Scenario(_Strict):
     #: ``.`` or ``..``), at most 100 characters; results go to ``<output.dir>/<name>/``
     name: str = "scenario"
     description: str = ""
+    #: modules to import before the components are looked up (a user's own plug-ins; see
+    #: :mod:`fedgame.plugins`), in the main process and in every sweep worker
+    plugins: list[str] = Field(default_factory=list)
     seed: NonNegativeInt = 0
     rounds: PositiveInt = 30
     population: Population = Field(default_factory=Population)
@@ -183,6 +186,15 @@ class Scenario(_Strict):
                 "(it names the results folder)"
             )
         return value
+
+    @field_validator("plugins")
+    @classmethod
+    def _import_plugins(cls, value: list[str]) -> list[str]:
+        from fedgame.plugins import check_module_names, load_modules
+
+        names = check_module_names(value)
+        load_modules(names)
+        return names
 
     def config(self, path: str) -> Any:
         """The validated plug-in config at dotted ``path`` (e.g. ``"selection"``)."""

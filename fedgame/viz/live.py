@@ -1,0 +1,106 @@
+"""The live model behind the dashboard: a ``FedGameModel`` built from the scenario and the knobs.
+
+SolaraViz's Reset builds a new model as ``DashboardModel(scenario=..., **knob_values)``. The
+knobs that moved become scenario overrides (:func:`fedgame.viz.knobs.overrides`), validated
+and preflighted as ``fedgame run`` would; a combination that does not validate (say k above
+N for a rule that needs k <= N) keeps the scenario's own settings and says why in ``notice``.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from fedgame.errors import ScenarioError
+from fedgame.model import FedGameModel
+from fedgame.scenario.coerce import scenario_from
+from fedgame.scenario.load import validated_tree
+from fedgame.scenario.preflight import preflight
+from fedgame.scenario.schema import Scenario
+from fedgame.viz.knobs import overrides
+
+
+class DashboardModel(FedGameModel):
+    """A ``FedGameModel`` whose keyword parameters are the dashboard's knob values.
+
+    Args:
+        scenario: the validated scenario the dashboard was started with.
+        seed, replicate: as for ``FedGameModel``.
+        **kwargs: knob values by keyword (``population__clients=20``); values equal to the
+            scenario's change nothing.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario | None = None,
+        *,
+        seed: int | None = None,
+        replicate: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        base = scenario if scenario is not None else scenario_from(None)
+        if seed is not None:
+            kwargs["seed"] = seed
+        keys, notes = overrides(base, kwargs)
+        resolved = base
+        if keys:
+            try:
+                resolved = scenario_from(base, **keys)
+                preflight(resolved)
+            except ScenarioError as err:
+                resolved = base
+                notes = [f"kept the scenario's settings: {err}"]
+        super().__init__(resolved, replicate=replicate)
+        self.base = base
+        self._notice = "; ".join(notes)
+
+    @property
+    def title(self) -> str:
+        return self.scenario.name
+
+    @property
+    def rounds_planned(self) -> int:
+        return self.scenario.rounds
+
+    @property
+    def notice(self) -> str:
+        return self._notice
+
+    @cached_property
+    def settings(self) -> dict[str, Any]:
+        return validated_tree(self.scenario, mode="json")
+
+    @property
+    def graph(self) -> nx.Graph:
+        return self.world.graph
+
+    @cached_property
+    def positions(self) -> dict[int, np.ndarray]:
+        """Where the network view draws each client (computed once)."""
+        from fedgame.viz.network import layout
+
+        return layout(self.graph)
+
+    def history(self) -> pd.DataFrame:
+        """Rounds 0..now from the DataCollector (a round being recorded is left out)."""
+        columns = self.datacollector.model_vars
+        done = min((len(v) for v in columns.values()), default=0)
+        frame = pd.DataFrame({name: values[:done] for name, values in columns.items()})
+        frame.insert(0, "round", np.arange(done, dtype=np.int64))
+        return frame
+
+    def current_clients(self) -> pd.DataFrame:
+        """The clients table of the latest recorded round (step 0: the population as built)."""
+        collector = self.datacollector
+        steps = list(collector.blocks)  # one C-level copy: a playing model may add a block
+        if not steps:
+            return pd.DataFrame()
+        last = max(steps)
+        block = collector.blocks[last]
+        frame = pd.DataFrame({name: block[name] for name in collector.client_columns})
+        frame.insert(0, "round", last)
+        return frame.astype({"decline_reason": str, "behaviour": str})

@@ -1,0 +1,168 @@
+"""``fedgame dashboard`` in a real browser: headless Chromium (Playwright) steps a live model and
+replays a finished run; every view must change as rounds go by."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fedgame.viz.serve import bind
+
+REPO = Path(__file__).resolve().parents[2]
+QUICKSTART = REPO / "scenarios" / "quickstart.yaml"
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+CHROMIUM = _chromium()
+playwright = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+pytest.importorskip("solara", reason="the viz extra (solara) is not installed")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)"
+)
+
+
+def _free_port() -> int:
+    sock = bind("127.0.0.1", 0)
+    port = int(sock.getsockname()[1])
+    sock.close()
+    return port
+
+
+@pytest.fixture
+def dashboard(tmp_path: Path) -> Iterator[callable]:
+    """Start ``fedgame dashboard ARGS`` on a free port; yields a function returning its URL."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> str:
+        port = _free_port()
+        log = (tmp_path / f"dashboard-{port}.log").open("w")
+        code = "import sys; from fedgame.cli import main; sys.exit(main())"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, "dashboard", *args, "--port", str(port)],
+            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "MPLBACKEND": "Agg"},
+        )  # fmt: skip
+        started.append(proc)
+        url = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 120
+        while f"dashboard: {url}" not in (tmp_path / f"dashboard-{port}.log").read_text():
+            assert proc.poll() is None, (tmp_path / f"dashboard-{port}.log").read_text()
+            assert time.monotonic() < deadline, "dashboard did not start in 120 s"
+            time.sleep(0.5)
+        return url
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+#: the SHA-256 of the PNG an <img> shows (Solara serves figures as blob: URLs, new on each render)
+IMAGE_DIGEST = """async (img) => {
+    const bytes = await (await fetch(img.src)).arrayBuffer();
+    const head = new Uint8Array(bytes.slice(0, 8));
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+    return [head[1], head[2], head[3]].map(c => String.fromCharCode(c)).join("") + ":" +
+        Array.from(digest, b => b.toString(16).padStart(2, "0")).join("");
+}"""
+
+
+def _views(page) -> dict[str, str]:
+    """What the page shows now: the round counter line and the two figures' PNG digests."""
+    return {
+        "counter": page.locator("text=/^round \\d+ of \\d+/").first.inner_text(),
+        "network": page.locator("img.fedgame-network").first.evaluate(IMAGE_DIGEST),
+        "curves": page.locator("img.fedgame-curves").first.evaluate(IMAGE_DIGEST),
+    }
+
+
+def _wait_for_round(page, n: int) -> None:
+    page.locator(f"text=/^round {n} of /").first.wait_for(timeout=120_000)
+
+
+@pytest.fixture
+def browser():
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+def test_stepping_a_live_scenario_changes_the_counter_the_curves_and_the_network(
+    dashboard, browser, tmp_path
+):
+    url = dashboard(str(QUICKSTART), "--set", "population.clients=20")
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(url)
+    _wait_for_round(page, 0)
+    before = _views(page)
+    assert before["counter"].startswith("round 0 of 30 · 20 clients")
+    for n in (1, 2, 3):
+        page.get_by_role("button", name="Step").click()
+        _wait_for_round(page, n)
+    page.wait_for_timeout(500)
+    after = _views(page)
+    assert after["counter"].startswith("round 3 of 30 · 20 clients")
+    assert before["curves"].startswith("PNG:") and before["network"].startswith("PNG:")
+    assert after["curves"] != before["curves"] and after["network"] != before["network"]
+    assert page.get_by_text("clients of round 3").count() == 1
+    page.screenshot(path=str(tmp_path / "dashboard-live.png"), full_page=True)
+    page.get_by_role("button", name="Reset").click()
+    _wait_for_round(page, 0)
+
+
+def test_a_finished_run_replays_read_only(dashboard, browser, tmp_path):
+    out = tmp_path / "results"
+    code = "import sys; from fedgame.cli import main; sys.exit(main())"
+    subprocess.run(
+        [sys.executable, "-c", code, "run", str(QUICKSTART), "--quiet", "--out", str(out),
+         "--set", "population.clients=12", "--set", "rounds=3"],
+        check=True, timeout=300,
+    )  # fmt: skip
+    files = sorted(p.relative_to(out) for p in out.rglob("*"))
+    url = dashboard(str(out / "quickstart"))
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(url)
+    _wait_for_round(page, 0)
+    assert page.get_by_text("replay of").count() >= 1
+    before = _views(page)
+    for n in (1, 2):
+        page.get_by_role("button", name="Step").click()
+        _wait_for_round(page, n)
+    page.wait_for_timeout(500)
+    after = _views(page)
+    assert after["curves"] != before["curves"] and after["network"] != before["network"]
+    page.screenshot(path=str(tmp_path / "dashboard-replay.png"), full_page=True)
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == files  # nothing written
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(tmp_path):
+    sock = bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    try:
+        code = "import sys; from fedgame.cli import main; sys.exit(main())"
+        result = subprocess.run(
+            [sys.executable, "-c", code, "dashboard", str(QUICKSTART), "--port", str(port)],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        sock.close()
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"127.0.0.1:{port} is in use" in result.stderr

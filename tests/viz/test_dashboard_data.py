@@ -1,0 +1,82 @@
+"""The dashboard's data and knobs without a browser: states, knobs -> overrides, live and replay
+models (the views read only what these give)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("solara", reason="the viz extra (solara) is not installed")
+
+from fedgame.cli import main
+from fedgame.scenario.load import validate
+from fedgame.viz.curves import curves_figure, panels_for
+from fedgame.viz.data import STATES, client_states
+from fedgame.viz.knobs import knobs, overrides
+from fedgame.viz.live import DashboardModel
+from fedgame.viz.replay import ReplayModel
+
+
+def test_each_client_gets_the_first_state_that_holds():
+    frame = pd.DataFrame(
+        {
+            "round": [1, 1, 1, 1, 1, 1, 0],
+            "selected": [True, True, False, False, False, False, False],
+            "uploaded": [True, False, False, False, False, False, False],
+            "straggled": [False, True, False, False, False, False, False],
+            "link_up": [True, True, False, True, True, True, True],
+            "decline_reason": ["", "", "", "budget", "", "price", ""],
+            "participating": [True, True, True, False, True, False, False],
+        }
+    )
+    assert client_states(frame).tolist() == [
+        STATES[0], STATES[1], STATES[2], STATES[3], STATES[4], STATES[5], STATES[6]
+    ]  # fmt: skip
+
+
+def test_moved_knobs_become_validated_overrides_and_a_bad_mix_keeps_the_scenario(tiny):
+    scenario = validate(tiny)
+    start = {k.keyword: k.value for k in knobs(scenario)}
+    assert overrides(scenario, start) == ({}, [])
+    keys, notes = overrides(scenario, {**start, "population__clients": 15, "incentive__gamma": 0.3})
+    assert keys["population__clients"] == 15
+    assert notes == ["γ not applied: incentive 'none' has no γ"]
+    model = DashboardModel(scenario, population__clients=15, incentive__gamma=0.3)
+    assert model.scenario.population.clients == 15 and model.notice.startswith("γ not applied")
+    bad = DashboardModel(scenario, population__clients=3)  # k = 5 > N = 3 for uniform selection
+    assert bad.scenario.population.clients == 12
+    assert bad.notice.startswith("kept the scenario's settings: key 'selection.k' has value 5")
+
+
+def test_the_live_model_offers_rounds_and_the_current_clients(tiny):
+    model = DashboardModel(validate(tiny))
+    assert model.current_clients()["round"].eq(0).all() and len(model.history()) == 1
+    model.step()
+    model.step()
+    assert len(model.history()) == 3 and model.current_clients()["round"].eq(2).all()
+    assert len(model.current_clients()) == 12
+    assert {p.title for p in panels_for(model.history())} >= {"test accuracy", "participants"}
+    assert len(curves_figure(model.history(), rounds_planned=3).axes) >= 2
+
+
+def test_a_replay_steps_through_the_recorded_rounds_and_stops(tiny, write_scenario, tmp_path):
+    path = write_scenario(tiny)
+    assert main(["run", str(path), "--quiet", "--out", str(tmp_path / "out")]) == 0
+    replay = ReplayModel(tmp_path / "out" / "tiny")
+    assert replay.rounds_planned == 3 and replay.graph.number_of_nodes() == 12
+    for _ in range(3):
+        replay.step()
+    assert replay.current_clients()["round"].eq(3).all()
+    replay.step()
+    assert not replay.running
+
+
+def test_a_run_folder_with_set_is_refused(tmp_path, capsys):
+    (tmp_path / "manifest.json").write_text("{}")
+    assert main(["dashboard", str(tmp_path), "--set", "rounds=2"]) == 2
+    assert "only with a scenario file" in capsys.readouterr().err
+
+
+def test_a_folder_without_runs_is_refused(tmp_path, capsys):
+    assert main(["dashboard", str(tmp_path)]) == 2
+    assert "no run folder (manifest.json)" in capsys.readouterr().err
