@@ -36,7 +36,6 @@ import itertools
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq
 
 from fedgame.errors import ScenarioError
 from fedgame.game.stackelberg import active_coefficients
@@ -161,6 +160,8 @@ def _aggregate_solution(
     cartel: np.ndarray | None,
     xtol: float,
 ) -> np.ndarray:
+    from scipy.optimize import brentq
+
     outsiders = np.ones(nu.size, dtype=bool) if cartel is None else ~cartel
     inside = ~outsiders
     upper = np.minimum(caps, reward / (phi * nu))  # a larger ρ costs more than R

@@ -24,7 +24,6 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import minimize_scalar
 
 from fedgame.errors import ScenarioError
 from fedgame.game.stackelberg import (
@@ -100,6 +99,8 @@ def numeric_reward(
     """argmin of ``cost(R)`` near ``around``: a log-grid scan over [around·lo, around·hi],
     then bounded Brent on log R between the best point's neighbours (the cost need not be
     convex once budget caps bind, so the scan guards against a local minimum)."""
+    from scipy.optimize import minimize_scalar
+
     if not (np.isfinite(around) and around > 0):
         raise ScenarioError("around", around, "a finite number > 0")
     lo, hi, count = scan
