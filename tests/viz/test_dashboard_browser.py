@@ -84,12 +84,23 @@ IMAGE_DIGEST = """async (img) => {
 }"""
 
 
+def _digest(page, selector: str) -> str:
+    """The PNG digest of the image ``selector``; a re-render may revoke the ``blob:`` address
+    between finding the image and reading it, so a failed read is retried on the new one."""
+    for _ in range(10):
+        try:
+            return page.locator(selector).first.evaluate(IMAGE_DIGEST)
+        except playwright.Error:
+            page.wait_for_timeout(300)
+    return page.locator(selector).first.evaluate(IMAGE_DIGEST)
+
+
 def _views(page) -> dict[str, str]:
     """What the page shows now: the round counter line and the two figures' PNG digests."""
     return {
         "counter": page.locator("text=/^round \\d+ of \\d+/").first.inner_text(),
-        "network": page.locator("img.fedgame-network").first.evaluate(IMAGE_DIGEST),
-        "curves": page.locator("img.fedgame-curves").first.evaluate(IMAGE_DIGEST),
+        "network": _digest(page, "img.fedgame-network"),
+        "curves": _digest(page, "img.fedgame-curves"),
     }
 
 
