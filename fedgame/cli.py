@@ -30,6 +30,7 @@ from fedgame.errors import FedGameError, Interrupted, ScenarioError
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
 EXIT_DEGENERATE = 4
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what `ls | head` reports for a reader that left early
 
 
 class _Parser(argparse.ArgumentParser):
@@ -362,6 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScenarioError as err:
         print(f"fedgame: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # `fedgame list | head`: the reader left; say nothing more
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except (FedGameError, OSError) as err:
         print(f"fedgame: {' '.join(str(err).split())}", file=sys.stderr)
         return 1
@@ -369,6 +373,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         stop = exc if isinstance(exc, Interrupted) else Interrupted()
         print(f"fedgame: {stop.describe()}", file=sys.stderr)
         return stop.exit_code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -107,3 +110,21 @@ def test_usage_errors_are_one_line(capsys):
         assert exit_.value.code == 2
         err = capsys.readouterr().err
         assert err.startswith("fedgame: ") and err.count("\n") == 1, err
+
+
+def test_a_reader_that_leaves_early_ends_the_listing_quietly():
+    """`fedgame list | head`: writing to a pipe nobody reads ends with 141 and no message."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has already left: the first write fails with EPIPE
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "fedgame", "list"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141
+    assert done.stderr == ""
