@@ -17,6 +17,7 @@ from fedgame.privacy.local_common import (
     ParticipationPlan,
     Participations,
     adjacency_factor,
+    participations_field,
     training_from,
 )
 from fedgame.registry import register
@@ -119,13 +120,7 @@ class LocalDpSgd(PerClientCharges):
             "add_remove",
             description="neighbouring datasets: add_remove (factor 1) or replace (factor 2)",
         )
-        participations: Participations = Field(
-            "auto",
-            description=(
-                "planned releases T per client: auto (the selection's per-client plan, else "
-                "scenario), scenario (rounds x expected selected fraction) or a fixed integer"
-            ),
-        )
+        participations: Participations = participations_field()
         accountant: str = Field(
             "rdp",
             description="accountant plug-in that prices every release (fedgame list accountant)",

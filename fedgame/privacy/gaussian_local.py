@@ -30,6 +30,7 @@ from fedgame.privacy.local_common import (
     adjacency_factor,
     check_sample_level,
     effective_epsilon,
+    participations_field,
     training_from,
 )
 from fedgame.registry import register
@@ -132,13 +133,7 @@ class LocalGaussian(ReleaseSensitivity, PerClientCharges):
             "add_remove",
             description="neighbouring datasets: add_remove (factor 1) or replace (factor 2)",
         )
-        participations: Participations = Field(
-            "auto",
-            description=(
-                "planned releases T per client: auto (the selection's per-client plan, else "
-                "scenario), scenario (rounds x expected selected fraction) or a fixed integer"
-            ),
-        )
+        participations: Participations = participations_field()
         accountant: str | None = Field(
             None,
             description="accountant plug-in (default: basic for classic/analytic, rdp otherwise)",

@@ -18,6 +18,7 @@ from fedgame.privacy.local_common import (
     adjacency_factor,
     check_sample_level,
     effective_epsilon,
+    participations_field,
     training_from,
 )
 from fedgame.registry import register
@@ -86,13 +87,7 @@ class LocalLaplace(ReleaseSensitivity, PerClientCharges):
                 "neighbouring datasets: add_remove (factor 1) or replace (factor 2, the papers')"
             ),
         )
-        participations: Participations = Field(
-            "auto",
-            description=(
-                "planned releases T per client: auto (the selection's per-client plan, else "
-                "scenario), scenario (rounds x expected selected fraction) or a fixed integer"
-            ),
-        )
+        participations: Participations = participations_field()
         accountant: str = Field(
             "basic",
             description="accountant plug-in that prices every release (fedgame list accountant)",

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import PositiveInt
+from pydantic import Field, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.learning.settings import TrainingSettings
@@ -128,6 +128,17 @@ class ReleaseTally:
 
 
 Participations = Literal["auto", "scenario"] | PositiveInt
+
+
+def participations_field() -> Any:
+    """The ``participations`` knob of the local mechanisms (see :class:`ParticipationPlan`)."""
+    return Field(
+        "auto",
+        description=(
+            "planned releases T per client: auto (the selection's per-client plan, else "
+            "scenario), scenario (rounds x expected selected fraction) or a fixed integer"
+        ),
+    )
 
 
 class ParticipationPlan:
