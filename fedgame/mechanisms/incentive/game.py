@@ -138,7 +138,8 @@ class GameConfig(BaseModel):
         None, description="largest reward R_t offered per round (none: uncapped)"
     )
     belief: BeliefSpec | None = Field(
-        None, description="the leader's belief about nu (none: nu is known, complete information)"
+        None,
+        description="belief about nu: {kind, prior, obs_sd} (none: nu is known, complete info)",
     )
 
 
@@ -276,15 +277,16 @@ class GameIncentive:
             )
             reward = self.choose_reward(problem, t=max(info.round, 1))
             reward = capped_reward(reward, self.config.reward_cap)
-        if self.beliefs is not None:
+        if self.beliefs is not None:  # the followers' contest: who can deliver (p > 0)
+            asked = chosen & (column_of(clients, "straggle_prob") < 1.0)
             self.beliefs.offered(
                 ContestObservation(
-                    ids[chosen],
-                    np.full(int(chosen.sum()), math.nan),
+                    ids[asked],
+                    np.full(int(asked.sum()), math.nan),
                     reward=reward,
                     phi=self.config.phi,
-                    p=self._followers_p(clients, market.game)[chosen],
-                    caps=np.minimum(left[chosen], self.cap),
+                    p=self._followers_p(clients, market.game)[asked],
+                    caps=np.minimum(left[asked], self.cap),
                     quadratic=self.quadratic,
                 )
             )
