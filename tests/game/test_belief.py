@@ -93,6 +93,25 @@ def test_a_bound_moves_a_belief_on_its_wrong_side_past_it(upper):
     assert moved[0] == pytest.approx(far, abs=1e-6)
 
 
+@settings(max_examples=60)
+@given(
+    mean=st.floats(-5, 5),
+    sd=st.floats(0.01, 3),
+    log_bound=st.floats(-5, 5),
+    obs_sd=st.floats(0.01, 1),
+    upper=st.booleans(),
+)
+def test_a_bound_moves_the_belief_towards_its_side_and_never_widens_it(
+    mean, sd, log_bound, obs_sd, upper
+):
+    new_mean, new_precision = bound_update(
+        [mean], [sd**-2], [np.exp(log_bound)], obs_sd**-2, upper=upper
+    )
+    assert np.isfinite(new_mean[0]) and np.isfinite(new_precision[0])
+    assert (new_mean[0] <= mean) if upper else (new_mean[0] >= mean)
+    assert new_precision[0] >= sd**-2 * (1 - 1e-12)
+
+
 def test_repeating_the_same_bound_is_not_new_evidence():
     belief = LogNormalBelief(LogNormalPrior(median=1.0, sd=1.0), num_clients=3, spec=BeliefSpec())
     # client 2 stays out against two rivals, round after round
@@ -173,9 +192,19 @@ def _with_belief(**belief: Any) -> dict[str, Any]:
     return scenario
 
 
-def test_leader_learns_nu_and_its_reward_converges_to_the_complete_information_one():
-    learned = _rounds(_with_belief(prior=PRIOR_OFF, obs_sd=0.1))
-    known = _rounds(copy.deepcopy(POPULATION))
+def _stragglers(scenario: dict[str, Any]) -> dict[str, Any]:
+    """Known straggle probabilities: followers and leader weigh expected delivery."""
+    scenario["population"]["straggle_prob"] = {"dist": "uniform", "low": 0.0, "high": 0.4}
+    scenario["game"] = {"complete_information": True}
+    scenario["incentive"]["delivery"] = "expected"
+    return scenario
+
+
+@pytest.mark.parametrize("world", ["full_delivery", "stragglers"])
+def test_leader_learns_nu_and_its_reward_converges_to_the_complete_information_one(world):
+    change = _stragglers if world == "stragglers" else (lambda scenario: scenario)
+    learned = _rounds(change(_with_belief(prior=PRIOR_OFF, obs_sd=0.1)))
+    known = _rounds(change(copy.deepcopy(POPULATION)))
     error = learned["belief_error"].to_numpy()
     assert error[0] > 0.7  # the prior is off by log 2.5 ≈ 0.92
     # exact observations, prior precision 1, observation precision 1/0.1² = 100: after k
