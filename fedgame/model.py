@@ -148,6 +148,7 @@ class FedGameModel(mesa.Model):
             resolved.game,
             contest=isinstance(comps["incentive"], OffersContest),
             clip=_clip_of(resolved.config("privacy")),
+            incentive=comps["incentive"],
         )
         reporting = [c for c in comps.values() if isinstance(c, ReportsRounds | ReportsClients)]
         reporting.append(self.monitor)

@@ -109,13 +109,18 @@ def _section(scenario: Mapping[str, Any], path: Sequence[str]) -> Mapping[str, A
     return node if isinstance(node, Mapping) else {}
 
 
-def _knobs(section: Mapping[str, Any]) -> dict[str, Any]:
-    """The scalar, non-null settings of a plug-in section (its ``kind`` aside)."""
-    return {
-        k: v
-        for k, v in section.items()
-        if k != "kind" and v is not None and isinstance(v, bool | int | float | str)
-    }
+def _knobs(section: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """The scalar, non-null settings of a plug-in section (its ``kind`` aside); a nested
+    setting (e.g. ``incentive.belief``) as dotted keys (``belief.prior.median``)."""
+    out: dict[str, Any] = {}
+    for k, v in section.items():
+        if k == "kind" and not prefix:
+            continue
+        if isinstance(v, Mapping):
+            out.update(_knobs(v, f"{prefix}{k}."))
+        elif v is not None and isinstance(v, bool | int | float | str):
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def _sorted(values: list[Any]) -> list[Any]:

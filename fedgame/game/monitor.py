@@ -18,6 +18,11 @@ When the incentive offers a contest (:class:`OffersContest`), the rounds table g
   clients' payments minus privacy costs;
 
 and the clients table ``rho_equilibrium`` (ρ_i*), ``nash_gap`` (ex post) and ``nash_gap_ante``.
+When the leader plays against a belief about ν (:class:`LearnsPrivacyValues`), the rounds
+table gains ``belief_error`` and ``belief_error_max``: the mean and largest |log ν̂_i − log ν_i|
+over the round's players, ν̂ the values the leader used, ν the true ones (measured here, not by
+the leader, which does not know them), and ``belief_error_active``: the mean over the players
+that contributed (ρ_i > 0; a client that stays out reveals only a bound on its ν).
 Every run gains ``degenerate`` and ``degenerate_reason`` (written by the collector).
 """
 
@@ -33,7 +38,7 @@ from fedgame.game.diagnostics import equilibrium_distance, nash_gaps
 from fedgame.game.rules import GameRules
 from fedgame.mechanisms.policy.game import equilibrium
 from fedgame.mechanisms.policy.market import contest_of, epsilon_to_zcdp
-from fedgame.views import MarketView
+from fedgame.views import ClientValues, MarketView
 
 ROUND_COLUMNS = (
     "nash_gap_max",
@@ -59,6 +64,20 @@ class OffersContest(Protocol):
     offers_contest: bool
 
 
+@runtime_checkable
+class LearnsPrivacyValues(Protocol):
+    """Capability of an incentive: a leader that may play against a belief about ν
+    (``learns_privacy_values`` says whether it does in this run)."""
+
+    @property
+    def learns_privacy_values(self) -> bool: ...
+
+    def believed_privacy_values(self) -> ClientValues: ...
+
+
+BELIEF_COLUMNS = ("belief_error", "belief_error_max", "belief_error_active")
+
+
 class RoundMonitor:
     """Per-round game diagnostics and degeneracy check (module doc).
 
@@ -66,13 +85,20 @@ class RoundMonitor:
         rules: the scenario's ``game:`` rules.
         contest: whether the incentive offers a contest (adds the game columns).
         clip: the privacy mechanism's clipping bound (noise is measured against it).
+        incentive: the incentive plug-in (a leader with a belief adds the belief columns).
     """
 
-    def __init__(self, rules: GameRules, *, contest: bool, clip: float) -> None:
+    def __init__(
+        self, rules: GameRules, *, contest: bool, clip: float, incentive: Any = None
+    ) -> None:
         self.rules = rules
         self.contest = contest
         self.clip = clip
+        learns = isinstance(incentive, LearnsPrivacyValues) and incentive.learns_privacy_values
+        self.believer: LearnsPrivacyValues | None = incentive if learns else None
         self.round_columns: tuple[str, ...] = ROUND_COLUMNS if contest else ()
+        if self.believer is not None:
+            self.round_columns = (*self.round_columns, *BELIEF_COLUMNS)
         self.client_columns: tuple[str, ...] = CLIENT_COLUMNS if contest else ()
         self.log = DegeneracyLog()
         self.kinds: tuple[str, ...] = ()
@@ -101,6 +127,8 @@ class RoundMonitor:
             self.stop_requested = True
         if self.contest:
             self._diagnose(model, uploaded, rho_up)
+        if self.believer is not None:
+            self._round.update(self._belief_error(table))
 
     def _diagnose(self, model: Any, uploaded: np.ndarray, rho_up: np.ndarray) -> None:
         table, offer = model.table, model.state.offer
@@ -150,6 +178,22 @@ class RoundMonitor:
         table.extra["rho_equilibrium"][contest.players] = star[contest.players]
         self._round["eq_distance"] = equilibrium_distance(played[players], star[players])
 
+    def _belief_error(self, table: Any) -> dict[str, float]:
+        """|log ν̂ − log ν| over the players the leader priced: mean, max, mean over the
+        contributors (NaN: none)."""
+        assert self.believer is not None
+        believed = self.believer.believed_privacy_values()
+        if not len(believed):
+            return dict.fromkeys(BELIEF_COLUMNS, math.nan)
+        ids = believed.ids
+        error = np.abs(np.log(believed.array) - np.log(table.privacy_value[ids]))
+        played = table.participating[ids] & (np.nan_to_num(table.response_rho[ids]) > 0)
+        return {
+            "belief_error": float(error.mean()),
+            "belief_error_max": float(error.max()),
+            "belief_error_active": float(error[played].mean()) if played.any() else math.nan,
+        }
+
     @staticmethod
     def _left_at_play(table: Any) -> np.ndarray:
         """Every client's remaining zCDP budget when it answered the offer (before this
@@ -160,7 +204,7 @@ class RoundMonitor:
         return np.where(np.isinf(total), np.inf, np.maximum(left, 0.0))
 
     def round_metrics(self) -> dict[str, float]:
-        return dict(self._round) if self.contest else {}
+        return dict(self._round) if self.round_columns else {}
 
     def client_metrics(self) -> dict[str, Any]:
         return {}  # written into the table by check()

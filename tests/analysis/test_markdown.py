@@ -89,6 +89,15 @@ def test_mechanisms_are_named_and_swept_settings_merged():
     ]
 
 
+def test_nested_settings_are_listed_as_dotted_keys():
+    belief = {"kind": "lognormal", "prior": {"kind": "lognormal", "median": 2.0}, "obs_sd": None}
+    scenarios = [{"incentive": {"kind": "qi_dpfl", "lam": 0.01, "belief": belief}}]
+    rows = {(r.family, r.kind): r.settings for r in mechanism_table(scenarios).itertuples()}
+    assert rows[("incentive", "qi_dpfl")] == (
+        "lam=0.01, belief.kind=lognormal, belief.prior.kind=lognormal, belief.prior.median=2"
+    )
+
+
 def test_grid_text():
     grid = {"population.clients": [20, 40], "population.straggle_prob": [0.0, 0.30000000000000004]}
     assert grid_text(grid) == (

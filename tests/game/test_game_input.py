@@ -15,6 +15,7 @@ def _set(raw: dict, dotted: str, value: object) -> None:
     node[last] = value
 
 
+NAN = float("nan")
 CASES = [
     (
         "population.behaviours",
@@ -32,6 +33,28 @@ CASES = [
     ("game.degeneracy.reward_jump", 0.5, "game.degeneracy.reward_jump"),
     ("game.degeneracy.max_share", 0.2, "game.degeneracy.max_share"),
     ("game.stop_on_degenerat", True, "game"),
+    (
+        "incentive",
+        {"kind": "qi_dpfl", "belief": {"prior": {"kind": "lognormal", "sd": -1.0}}},
+        "incentive.belief.prior.lognormal.sd",
+    ),
+    (
+        "incentive",
+        {
+            "kind": "qi_dpfl",
+            "belief": {"prior": {"kind": "discrete", "values": [1, 2], "weights": [0.5, 0.6]}},
+        },
+        "incentive.belief.prior.discrete.weights",
+    ),
+    (
+        "incentive",
+        {
+            "kind": "qi_dpfl",
+            "belief": {"prior": {"kind": "discrete", "values": [1, 2], "weights": [1, NAN]}},
+        },
+        "incentive.belief.prior.weights",
+    ),
+    ("incentive", {"kind": "qi_dpfl", "belief": {"kind": "no_such"}}, "incentive.belief.kind"),
 ]
 
 

@@ -19,7 +19,9 @@ leader play the real game:
 * ``active_set``: ``feasible`` (remove only whom Theorem 1 cannot place) or ``optimal`` (admit
   the set that minimises the leader's optimal cost, :func:`fedgame.game.leader.
   optimal_active_set`);
-* ``reward_cap``: never offer more than this per round.
+* ``reward_cap``: never offer more than this per round;
+* ``belief``: the leader does not know ν and plays against a belief it updates from the
+  followers' budgets (incomplete information, :mod:`fedgame.mechanisms.incentive.belief`).
 
 Whenever the followers do not play Theorem 1 (binding caps, ``game.complete_information``
 with stragglers, ``game.cartel``) or the cost is the expected one, the leader anticipates the
@@ -36,6 +38,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from fedgame.game.belief import ContestObservation
 from fedgame.game.contest import contest_equilibrium
 from fedgame.game.leader import (
     capped_reward,
@@ -52,6 +55,7 @@ from fedgame.game.stackelberg import (
     optimal_reward,
     server_cost,
 )
+from fedgame.mechanisms.incentive.belief import BeliefLeader, BeliefSpec, blind
 from fedgame.mechanisms.policy.market import rho_left
 from fedgame.views import (
     ClientValues,
@@ -133,6 +137,10 @@ class GameConfig(BaseModel):
     reward_cap: PositiveFloat | None = Field(
         None, description="largest reward R_t offered per round (none: uncapped)"
     )
+    belief: BeliefSpec | None = Field(
+        None,
+        description="belief about nu: {kind, prior, obs_sd} (none: nu is known, complete info)",
+    )
 
 
 @dataclass(frozen=True)
@@ -154,8 +162,8 @@ class LeaderProblem:
 class GameIncentive:
     """Base leader: player set, active set, reward-share payments and bookkeeping."""
 
-    round_columns = ROUND_COLUMNS
-    client_columns = CLIENT_COLUMNS
+    round_columns: tuple[str, ...] = ROUND_COLUMNS
+    client_columns: tuple[str, ...] = CLIENT_COLUMNS
     #: the offer is a Tullock contest with ``phi``/``quadratic``/``cap`` in its plan
     offers_contest = True
     remove_infeasible = True
@@ -168,13 +176,17 @@ class GameIncentive:
         self.dim = config.dim or 7850
         self.selection: EligibleSet | None = None
         self.rng: np.random.Generator | None = None
-        self.nu = np.zeros(0)  # by client id, as the leader uses them this round
+        self.nu = np.zeros(0)  # by client id, the true values (settlement accounts at them)
+        self.believed = np.zeros(0)  # by client id, ν̂ of a leader with a belief
         self.sizes = np.zeros(0)
         self.removed = np.zeros(0, dtype=np.int64)
         self.players = np.zeros(0, dtype=np.int64)
         self.solver = (1.0, 0.0)  # (converged, residual) of the round's numeric solve
         self.last_sum_rho = math.nan
         self._active_cache: tuple[bytes, np.ndarray] | None = None
+        self.beliefs = None if config.belief is None else BeliefLeader(config.belief)
+        if self.beliefs is not None:
+            self.client_columns = (*CLIENT_COLUMNS, "nu_believed")
         self._round: dict[str, float] = {}
         self._clients: dict[str, Any] = {}
 
@@ -186,6 +198,8 @@ class GameIncentive:
         selection = ctx.components.get("selection")
         self.selection = selection if isinstance(selection, EligibleSet) else None
         self.rng = rng
+        if self.beliefs is not None:
+            self.beliefs.start(ctx.num_clients)
 
     def params(self) -> ServerCostParams:
         c = self.config
@@ -202,14 +216,40 @@ class GameIncentive:
 
     # ------------------------------------------------------------------ the leader's move
     def privacy_values(self, market: MarketView) -> np.ndarray:
-        """ν of every market client as the leader knows it (public ν: the true values)."""
+        """ν of every market client as the leader knows it: the true values (public ν), or
+        its belief's estimate ν̂ when it has one."""
+        if self.beliefs is not None:
+            return self.beliefs.estimate(ids_of(market.clients))
         return column_of(market.clients, "privacy_value")
+
+    @property
+    def learns_privacy_values(self) -> bool:
+        """Whether the leader plays against a belief about ν (``belief`` set)."""
+        return self.beliefs is not None
+
+    def believed_privacy_values(self) -> ClientValues:
+        """ν̂ the leader used this round, by player (its belief; empty without one)."""
+        if self.beliefs is None or not self.players.size:
+            return ClientValues(np.zeros(0, np.int64), np.zeros(0))
+        return ClientValues(self.players, self.believed[self.players])
 
     def choose_reward(self, problem: LeaderProblem, *, t: int) -> float:
         """R_t for the admitted players; subclasses implement it."""
         raise NotImplementedError
 
     def offer(self, market: MarketView, *, info: RoundInfo) -> Offer:
+        """The round's offer. A leader with a belief first learns from the last round's
+        record, then decides on a market whose views do not carry ν; the true ν is read only
+        afterwards, to account the round's outcome (``privacy_cost``, ``welfare``)."""
+        if self.beliefs is None:
+            return self._decide(market, info=info)
+        self.beliefs.learn(market.previous)
+        offer = self._decide(blind(market), info=info)
+        self.believed = self.nu
+        self.nu = _by_id(ids_of(market.clients), column_of(market.clients, "privacy_value"))
+        return offer
+
+    def _decide(self, market: MarketView, *, info: RoundInfo) -> Offer:
         clients = market.clients
         ids = ids_of(clients)
         players = column_of(clients, "reachable", bool).copy()
@@ -237,6 +277,19 @@ class GameIncentive:
             )
             reward = self.choose_reward(problem, t=max(info.round, 1))
             reward = capped_reward(reward, self.config.reward_cap)
+        if self.beliefs is not None:  # the followers' contest: who can deliver (p > 0)
+            asked = chosen & (column_of(clients, "straggle_prob") < 1.0)
+            self.beliefs.offered(
+                ContestObservation(
+                    ids[asked],
+                    np.full(int(asked.sum()), math.nan),
+                    reward=reward,
+                    phi=self.config.phi,
+                    p=self._followers_p(clients, market.game)[asked],
+                    caps=np.minimum(left[asked], self.cap),
+                    quadratic=self.quadratic,
+                )
+            )
         plan = {
             "phi": self.config.phi,
             "quadratic": float(self.quadratic),
@@ -258,9 +311,18 @@ class GameIncentive:
                 )
                 self._active_cache = (key, best)
             chosen[players] = self._active_cache[1]
-        elif self.remove_infeasible:
-            chosen[players] = feasible_set(nu[players])
+        elif self.remove_infeasible and self.beliefs is None:
+            chosen[players] = feasible_set(nu[players])  # never on a guess (module doc)
         return chosen
+
+    @staticmethod
+    def _followers_p(clients: Sequence[Any], rules: GameRules) -> np.ndarray:
+        """Delivery probabilities the followers weigh: 1 − straggle_prob when straggling is
+        common knowledge, else 1 (they best-respond to the offered contest)."""
+        straggle = column_of(clients, "straggle_prob")
+        if not rules.complete_information:
+            return np.ones(straggle.size)
+        return np.clip(1.0 - straggle, 0.0, 1.0)
 
     def anticipates_response(self, problem: LeaderProblem) -> bool:
         """Whether the followers' equilibrium differs from Theorem 1's ρ = C·R (or the leader's
@@ -349,6 +411,8 @@ class GameIncentive:
             "game_utility": ClientValues(ids, pay - cost),
             "removed": ClientValues(marked, flags),
         }
+        if self.beliefs is not None:
+            self._clients["nu_believed"] = self.believed_privacy_values()
         return dict(zip(ids.tolist(), pay.tolist()))
 
     def round_metrics(self) -> dict[str, float]:

@@ -1,0 +1,252 @@
+"""An incomplete-information leader: it starts from a prior on ν and learns it from the budgets.
+
+A game incentive (``qi_dpfl``, ``max``, ``random``, ``fixed``, ``stackelberg``) given a
+``belief`` does not know the clients' privacy values (ours; paper 003's leader knows them)::
+
+    incentive:
+      kind: qi_dpfl
+      belief:
+        kind: lognormal                              # the estimator (a registered name)
+        prior: {kind: lognormal, median: 1.0, sd: 1.0}   # or {kind: discrete, values, weights}
+        obs_sd: 0.1
+
+Each round it plays against its estimate ν̂ (admission, R_t) and, before the next offer,
+folds in what the round's public record reveals (:mod:`fedgame.game.belief`: a budget at the
+first-order condition reveals ν, a client that stayed out a lower bound, one held at its cap
+an upper bound). That ν is unknown is structural: the leader decides on a :class:`MarketView`
+whose client views do not have ``privacy_value`` (:func:`blind`; reading it raises). It does
+not exclude a client on its guess (Theorem 1's followers leave the active set by themselves,
+revealing a bound); with ``active_set: optimal`` a client it keeps out reveals nothing.
+
+The estimator is a declared hook (:class:`~fedgame.game.belief.PrivacyValueBelief`): register
+another with :func:`register_estimator` and name it in ``belief.kind``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import Annotated, Any, Literal, overload
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from fedgame.game.belief import ContestObservation, LogNormalBelief, PrivacyValueBelief
+from fedgame.views import MarketView, RoundRecord, ids_of
+
+#: view fields a leader without knowledge of ν may not read
+HIDDEN = frozenset({"privacy_value"})
+
+PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class LogNormalPrior(BaseModel):
+    """ν ~ exp(N(log median, sd²)) for every client."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["lognormal"] = "lognormal"
+    median: PositiveFinite = Field(1.0, description="prior median of nu (> 0)")
+    sd: PositiveFinite = Field(1.0, description="prior standard deviation of log nu (> 0)")
+
+    def log_moments(self) -> tuple[float, float]:
+        """(mean, variance) of log ν."""
+        return math.log(self.median), self.sd**2
+
+    def sample(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
+        return np.exp(rng.normal(math.log(self.median), self.sd, size=n))
+
+
+class DiscretePrior(BaseModel):
+    """ν = values[k] with probability weights[k] for every client."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["discrete"]
+    values: list[PositiveFinite] = Field(min_length=1, description="possible nu values (> 0)")
+    weights: list[Weight] = Field(
+        min_length=1, description="their probabilities (>= 0, one per value, sum 1)"
+    )
+
+    @field_validator("weights")
+    @classmethod
+    def _distribution(cls, weights: list[float], info: ValidationInfo) -> list[float]:
+        values = info.data.get("values")
+        if values is not None and len(weights) != len(values):
+            raise ValueError(f"needs one weight per value ({len(values)}), got {len(weights)}")
+        total = sum(weights)
+        if not math.isclose(total, 1.0, rel_tol=1e-9, abs_tol=1e-9):
+            raise ValueError(f"weights must sum to 1 (a distribution), got {total:g}")
+        return weights
+
+    def log_moments(self) -> tuple[float, float]:
+        """(mean, variance) of log ν."""
+        logs, w = np.log(self.values), np.asarray(self.weights) / sum(self.weights)
+        mean = float(w @ logs)
+        return mean, float(w @ (logs - mean) ** 2)
+
+    def sample(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
+        w = np.asarray(self.weights) / sum(self.weights)
+        return rng.choice(np.asarray(self.values, dtype=float), size=n, p=w)
+
+
+Prior = Annotated[LogNormalPrior | DiscretePrior, Field(discriminator="kind")]
+EstimatorFactory = Callable[..., PrivacyValueBelief]
+_ESTIMATORS: dict[str, EstimatorFactory] = {"lognormal": LogNormalBelief}
+
+
+def register_estimator(name: str) -> Callable[[EstimatorFactory], EstimatorFactory]:
+    """Class decorator: make a :class:`PrivacyValueBelief` available as ``belief.kind: name``
+    (built as ``cls(prior, num_clients=N, spec=BeliefSpec)``)."""
+
+    def decorate(cls: EstimatorFactory) -> EstimatorFactory:
+        existing = _ESTIMATORS.get(name)
+        if existing is not None and existing is not cls:
+            raise ValueError(f"belief estimator {name!r} registered twice")
+        _ESTIMATORS[name] = cls
+        return cls
+
+    return decorate
+
+
+def unregister_estimator(name: str) -> None:
+    """Remove a registered estimator (the built-in ``lognormal`` stays)."""
+    if name != "lognormal":
+        _ESTIMATORS.pop(name, None)
+
+
+def estimator_names() -> list[str]:
+    """Registered estimator names, sorted."""
+    return sorted(_ESTIMATORS)
+
+
+class BeliefSpec(BaseModel):
+    """``incentive.belief``: the estimator, its prior on ν and its observation noise."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: str = Field("lognormal", description="belief estimator: a registered name")
+    prior: Prior = Field(
+        default_factory=lambda: LogNormalPrior(median=1.0, sd=1.0),
+        description="prior on each client's nu",
+    )
+    obs_sd: PositiveFinite = Field(
+        0.1, description="noise sd of a revealed log nu (> 0; small: followers best-respond)"
+    )
+
+    @field_validator("kind")
+    @classmethod
+    def _known(cls, kind: str) -> str:
+        if kind not in _ESTIMATORS:
+            raise ValueError(f"allowed belief estimators: {', '.join(estimator_names())}")
+        return kind
+
+    def build(self, num_clients: int) -> PrivacyValueBelief:
+        """The estimator this spec names, at its prior."""
+        belief = _ESTIMATORS[self.kind](self.prior, num_clients=num_clients, spec=self)
+        if not isinstance(belief, PrivacyValueBelief):
+            raise TypeError(f"belief estimator {self.kind!r} lacks estimate()/observe()")
+        return belief
+
+
+class _BlindView:
+    """One client's view without the hidden fields (reading one raises AttributeError)."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: Any) -> None:
+        self._view = view
+
+    def __getattr__(self, name: str) -> Any:
+        if name in HIDDEN:
+            raise AttributeError(f"{name!r} is unknown to a leader with a belief")
+        return getattr(self._view, name)
+
+
+class BlindViews(Sequence[Any]):
+    """Client views without ``privacy_value``: ``column``/``ids`` as ``ClientViews``."""
+
+    __slots__ = ("_views",)
+
+    def __init__(self, views: Sequence[Any]) -> None:
+        self._views = views
+
+    @property
+    def ids(self) -> np.ndarray:
+        return ids_of(self._views)
+
+    def column(self, name: str) -> np.ndarray:
+        if name in HIDDEN:
+            raise KeyError(f"{name!r} is unknown to a leader with a belief")
+        column = getattr(self._views, "column", None)
+        if column is not None:
+            return np.asarray(column(name))
+        return np.array([getattr(v, name) for v in self._views])
+
+    def __len__(self) -> int:
+        return len(self._views)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> BlindViews: ...
+
+    def __getitem__(self, index: Any) -> Any:
+        views: Any = self._views  # ClientViews also takes masks and position arrays
+        if isinstance(index, slice | np.ndarray):
+            return BlindViews(views[index])
+        return _BlindView(views[index])
+
+    def __iter__(self) -> Iterator[Any]:
+        return (_BlindView(v) for v in self._views)
+
+
+def blind(market: MarketView) -> MarketView:
+    """``market`` with client views that do not carry ν."""
+    return dataclasses.replace(market, clients=BlindViews(market.clients))
+
+
+class BeliefLeader:
+    """The leader's belief and the contest it last offered (to read the responses against)."""
+
+    def __init__(self, spec: BeliefSpec) -> None:
+        self.spec = spec
+        self.belief: PrivacyValueBelief | None = None
+        self._offered: ContestObservation | None = None
+
+    def start(self, num_clients: int) -> None:
+        """The belief at the prior, for clients 0..num_clients−1."""
+        self.belief = self.spec.build(num_clients)
+        self._offered = None
+
+    def estimate(self, ids: np.ndarray) -> np.ndarray:
+        """ν̂ of ``ids``."""
+        if self.belief is None:
+            self.start(int(ids.max()) + 1 if ids.size else 0)
+        assert self.belief is not None
+        values = np.asarray(self.belief.estimate(), dtype=float)
+        return values[ids]
+
+    def offered(self, observation: ContestObservation) -> None:
+        """Remember this round's contest (``rho`` unknown yet)."""
+        self._offered = observation
+
+    def learn(self, previous: RoundRecord | None) -> None:
+        """Fold in the budgets the last contest's players answered (public record)."""
+        offered, self._offered = self._offered, None
+        if offered is None or previous is None or self.belief is None or not offered.ids.size:
+            return
+        rec = previous.responses
+        if not len(rec):
+            return
+        size = int(max(rec.ids.max(initial=-1), offered.ids.max())) + 1
+        position = np.full(size, -1)
+        position[rec.ids] = np.arange(len(rec.ids))
+        where = position[offered.ids]
+        found = where >= 0
+        at = np.maximum(where, 0)
+        took = found & rec.participate[at]
+        stayed_out = found & ~rec.participate[at] & (rec.reason[at] == "inactive")
+        rho = np.where(took, rec.rho[at], math.nan)
+        rho = np.where(stayed_out, 0.0, rho)
+        self.belief.observe(dataclasses.replace(offered, rho=rho))
