@@ -34,6 +34,8 @@ SCRIPTS = {
     "qi_dpfl": True,
     "lightdp": True,
     "sweep_population_stragglers": False,
+    "stragglers_topology_learning": False,
+    "qi_dpfl_populations": True,
 }
 #: paper id -> (short name, docs page)
 PAGES = {

@@ -13,7 +13,14 @@ REPO = Path(__file__).resolve().parents[2]
 ANALYSIS = REPO / "analysis"
 SCRIPTS = sorted(p.stem for p in ANALYSIS.glob("*.py") if not p.stem.startswith("_"))
 #: scripts that load a dataset which may be missing (they take --dataset)
-WITH_DATASET = {"dpfl_bcs", "privacy_aware", "queries_replies", "qi_dpfl", "lightdp"}
+WITH_DATASET = {
+    "dpfl_bcs",
+    "privacy_aware",
+    "queries_replies",
+    "qi_dpfl",
+    "lightdp",
+    "qi_dpfl_populations",
+}
 
 
 def load(name: str) -> ModuleType:

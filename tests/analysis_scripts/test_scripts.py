@@ -31,7 +31,11 @@ def quick(tmp_path_factory):
 
 
 def test_every_script_is_covered():
-    assert set(QUICK) >= WITH_DATASET | {"heterogeneous_dp", "sweep_population_stragglers"}
+    assert set(QUICK) >= WITH_DATASET | {
+        "heterogeneous_dp",
+        "sweep_population_stragglers",
+        "stragglers_topology_learning",
+    }
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -102,6 +106,29 @@ def test_figures_are_written(quick):
         "sweep_population_stragglers_final_accuracy.png",
         "sweep_population_stragglers_sum_rho.png",
     }
+    study = done["stragglers_topology_learning"][1] / "figures"
+    assert {p.name for p in study.glob("*.png")} == {
+        "stragglers_topology_learning_outcomes.png",
+        "stragglers_topology_learning_rounds.png",
+    }
+    assert (done["qi_dpfl_populations"][1] / "figures" / "qi_dpfl_populations.png").stat().st_size
+
+
+def test_game_studies_report_degeneracy_and_the_no_dp_reference(quick):
+    """The studies' tables count degenerate runs per cell and put no DP beside DP."""
+    _, done = quick
+    cells = (done["stragglers_topology_learning"][1] / "tables" / "cells.md").read_text()
+    assert "runs with degenerate rounds" in cells and "no-DP accuracy %" in cells
+    runs = pd.read_csv(done["stragglers_topology_learning"][1] / "runs.csv")
+    assert set(runs["policy.kind"]) == {"best_response", "learning", "no DP"}
+    assert runs["degenerate_rounds"].ge(0).all()
+    for table in (done["qi_dpfl_populations"][1] / "tables").glob("lam_*.md"):
+        text = table.read_text()
+        assert "no DP (FedAvg-select)" in text and "runs with degenerate rounds" in text
+    runs = pd.read_csv(done["qi_dpfl_populations"][1] / "runs.csv")
+    assert {"best_response", "learning (log_gradient)", "no DP (FedAvg-select)"} <= set(
+        runs["cell"]
+    )
 
 
 def test_results_do_not_depend_on_workers(quick, tmp_path):
