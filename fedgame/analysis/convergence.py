@@ -79,10 +79,13 @@ class Criteria:
 
 @dataclass(frozen=True)
 class Convergence:
-    """One run's verdict: whether and from which round (NaN if never) it converged."""
+    """One run's verdict: whether and from which round (NaN if never) it converged, and
+    from which round R and Σρ alone were stationary (condition 2 without the gap: play that
+    settled away from equilibrium, e.g. best responses that ignore stragglers)."""
 
     converged: bool
     round: float
+    stationary_round: float = math.nan
 
 
 def noise_sd(values: np.ndarray) -> float:
@@ -141,11 +144,12 @@ def detect(run: pd.DataFrame, criteria: Criteria | None = None) -> Convergence:
     if gap_col is not None:
         ok = (frame[gap_col].to_numpy(float) <= crit.gap_tol)[::-1]
         stays = np.logical_and.accumulate(ok)[::-1]  # gap small from here to the end
-        if not stays.any():
-            return never
-        first = int(np.argmax(stays))
+        first = int(np.argmax(stays)) if stays.any() else n
     values = [frame[c].to_numpy(float) for c in series]
-    for start in range(first, n - shortest + 1):
-        if all(settled(v[start:], crit) for v in values):
-            return Convergence(True, float(frame["round"].iloc[start]))
-    return never
+    rounds = frame["round"].to_numpy(float)
+    starts = [i for i in range(n - shortest + 1) if all(settled(v[i:], crit) for v in values)]
+    stationary = rounds[starts[0]] if starts else math.nan
+    start = next((i for i in starts if i >= first), None)
+    if start is None:
+        return Convergence(False, math.nan, stationary)
+    return Convergence(True, float(rounds[start]), stationary)

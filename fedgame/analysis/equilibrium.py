@@ -38,7 +38,7 @@ EQUILIBRIUM_COLUMNS = (
     "test_accuracy",
 )
 #: per-run verdict columns of :func:`settled_means`
-CONVERGENCE_COLUMNS = ("converged", "converged_round")
+CONVERGENCE_COLUMNS = ("converged", "converged_round", "stationary_round")
 
 
 def with_participation(rounds: pd.DataFrame) -> pd.DataFrame:
@@ -57,8 +57,9 @@ def tail_means(rounds: pd.DataFrame, *, last: int = 5) -> pd.DataFrame:
 
 
 def settled_means(rounds: pd.DataFrame, criteria: Criteria | None = None) -> pd.DataFrame:
-    """Per run: ``converged``, ``converged_round`` (NaN if never) and the mean of each
-    equilibrium column over the converged stretch (NaN if the run never converged)."""
+    """Per run: ``converged``, ``converged_round`` (NaN if never), ``stationary_round`` (R
+    and Σρ alone stationary from there; NaN if never) and the mean of each equilibrium
+    column over the converged stretch (NaN if the run never converged)."""
     frame = with_participation(rounds)
     cols = [c for c in EQUILIBRIUM_COLUMNS if c in frame]
     rows = []
@@ -68,6 +69,7 @@ def settled_means(rounds: pd.DataFrame, criteria: Criteria | None = None) -> pd.
             "run_id": run_id,
             "converged": verdict.converged,
             "converged_round": verdict.round,
+            "stationary_round": verdict.stationary_round,
         }
         stretch = run[run["round"] >= verdict.round] if verdict.converged else run.iloc[:0]
         row |= {c: float(stretch[c].mean()) if len(stretch) else math.nan for c in cols}
@@ -85,8 +87,9 @@ def equilibrium_table(
     """Equilibrium values per group of ``by`` (grid keys): mean and t-interval over replicates.
 
     ``converged`` is the share of the group's runs that converged, ``converged_round`` the mean
-    round they converged at, and every other value the mean over the converged runs of their
-    converged-stretch means (:func:`settled_means`; NaN when no run of the group converged).
+    round they converged at (``stationary_round`` likewise), and every other value the mean
+    over the converged runs of their converged-stretch means (:func:`settled_means`; NaN when
+    no run of the group converged).
     """
     ids = rounds[[*by, "run_id"]].drop_duplicates("run_id")
     per_run = ids.merge(settled_means(rounds, criteria), on="run_id")

@@ -82,10 +82,12 @@ def _figure_lines(made: dict[str, Path | None], out: Path) -> list[str]:
 
 
 CONVERGENCE_NOTE = (
-    "A run converges at the first round after which its normalised Nash gap stays at most "
-    "0.05 and R and Σρ are stationary (drift at most 10% plus noise); `converged` is the "
-    "share of runs that did, `converged_round` their mean round; values average the converged "
-    "rounds of the converged runs (empty when none converged)."
+    "A run converges at the first round after which its normalised Nash gap (ex ante, against "
+    "expected delivery, when recorded) stays at most 0.05 and R and Σρ are stationary (drift "
+    "at most 10% plus noise); `converged` is the share of runs that did, `converged_round` "
+    "their mean round, `stationary_round` the mean round from which R and Σρ alone were "
+    "stationary (play that settled away from equilibrium has one but does not converge); "
+    "values average the converged rounds of the converged runs (empty when none converged)."
 )
 
 

@@ -46,7 +46,7 @@ def converging(run_id="a", n=40) -> pd.DataFrame:
 
 def test_converges_at_the_known_round_and_averages_the_stretch():
     verdict = detect(converging())
-    assert verdict.converged and verdict.round == 15.0
+    assert verdict.converged and verdict.round == 15.0 and verdict.stationary_round == 15.0
     row = settled_means(converging()).iloc[0]
     assert bool(row["converged"]) and row["converged_round"] == 15.0
     assert row["sum_rho"] == pytest.approx(1.0)  # the stretch only, not the transient
@@ -67,8 +67,9 @@ def test_never_converges_with_a_large_gap_or_a_drift():
     n = 40
     big_gap = run_frame("g", np.full(n, 2.0), np.full(n, 1.0), np.full(n, 0.3))
     assert not detect(big_gap).converged
+    assert detect(big_gap).stationary_round == 1.0  # settled, but away from equilibrium
     drift = run_frame("d", np.full(n, 2.0), np.linspace(2.0, 0.5, n), np.zeros(n))
-    assert not detect(drift).converged
+    assert not detect(drift).converged and math.isnan(detect(drift).stationary_round)
     late = converging(n=20)
     late.loc[late["round"] == 20, "nash_gap_ante_norm_max"] = math.nan
     assert not detect(late).converged  # a NaN gap in the last round breaks the stretch
@@ -86,7 +87,7 @@ def test_a_growing_reward_schedule_never_converges(noise):
     for reward in (1.03**t, 1.0 + 0.2 * t):  # geometric (QI-DPFL's R_t*) and linear
         noisy = reward * (1.0 + noise * rng.standard_normal(n))
         frame = run_frame("s", noisy, 0.96 * noisy, np.zeros(n))  # best response: gap 0
-        assert not detect(frame).converged
+        assert not detect(frame).converged and math.isnan(detect(frame).stationary_round)
 
 
 def test_noisy_but_stationary_play_converges_from_the_start():
@@ -154,15 +155,16 @@ def test_equilibrium_table_reports_convergence_per_group():
     assert "converged" not in resp.columns and resp.loc["sum_rho", "slope"] == pytest.approx(0.0)
 
 
-def _real(tiny, incentive) -> pd.DataFrame:
+def _real(tiny, incentive, *, straggle=0.0, complete=False) -> pd.DataFrame:
     tiny["rounds"] = 12
-    tiny["population"]["straggle_prob"] = 0.0
+    tiny["population"]["straggle_prob"] = straggle
     tiny["population"]["budget"]["epsilon"] = {"dist": "uniform", "low": 500.0, "high": 1000.0}
     tiny["network"]["faults"]["link_failure"] = 0.0
     tiny["privacy"] = {"kind": "zcdp_gaussian"}
     tiny["selection"] = {"kind": "all"}
     tiny["incentive"] = incentive
     tiny["policy"] = {"kind": "best_response"}
+    tiny["game"] = {"complete_information": complete}
     return simulate(validate(tiny)).rounds.assign(run_id=incentive["kind"])
 
 
@@ -176,7 +178,21 @@ def test_real_run(tiny, kind):
     if kind == "qi_dpfl":
         assert rounds["reward"].iloc[-1] > 1.2 * rounds["reward"].iloc[0]
         assert not row["converged"] and math.isnan(row["reward"])
+        assert math.isnan(row["stationary_round"])
     else:
         assert row["converged"] and row["converged_round"] == 1.0
         assert row["reward"] == pytest.approx(1.0)
         assert row["client_surplus"] == pytest.approx(rounds["client_surplus"].mean())
+
+
+@pytest.mark.parametrize("complete", [False, True])
+def test_real_run_with_stragglers(tiny, complete):
+    """20% stragglers, fixed reward: best responses that ignore them settle away from the
+    expected-delivery equilibrium (stationary, ex-ante gap about 0.09: not converged); with
+    complete information they play it (converged from the first round)."""
+    rounds = _real(tiny, {"kind": "fixed"}, straggle=0.2, complete=complete)
+    row = settled_means(rounds).iloc[0]
+    assert row["stationary_round"] == 1.0
+    assert bool(row["converged"]) is complete
+    if not complete:
+        assert rounds["nash_gap_ante_norm_max"].min() > 0.05
