@@ -55,6 +55,9 @@ from numpy.typing import ArrayLike
 from fedgame.errors import FedGameError, ScenarioError
 from fedgame.game.contest import contest_equilibrium
 
+#: exponents below this count as -inf in the weights (e^-600 is negligible next to the
+#: largest weight, 1, and avoids subnormal numbers)
+_NEGLIGIBLE = -600.0
 #: most players :func:`expected_delivery_equilibrium` enumerates (2^N delivery outcomes)
 MAX_EXACT_PLAYERS = 12
 
@@ -98,26 +101,27 @@ def hedge_payoffs(grid: np.ndarray, rivals_per_reward: ArrayLike) -> np.ndarray:
     s = S_-i/R, written in g: x_k/(x_k + s) = g_k/(g_k + φν·s). ``rivals_per_reward`` is
     φν·S_-i/R per client; where it is 0 any budget wins everything (u_k = 1 − g_k)."""
     s = np.asarray(rivals_per_reward, dtype=float)[:, None]
-    g = grid[None, :]
-    return g / (g + s) - g
+    out = grid + s
+    np.divide(grid, out, out=out)
+    out -= grid
+    return out
 
 
 def hedge_weights(cumulative: np.ndarray, eta: ArrayLike) -> np.ndarray:
     """exp(η·U_k) normalised per row (numerically stable), U the cumulative payoffs; a row
     with η = inf is uniform over its leaders (the largest U_k: follow the leader)."""
     eta = np.broadcast_to(np.asarray(eta, dtype=float), (cumulative.shape[0],))
-    out = np.empty_like(cumulative, dtype=float)
+    top = cumulative.max(axis=1, keepdims=True)
     finite = np.isfinite(eta)
-    if finite.any():
-        scaled = eta[finite, None] * cumulative[finite]
-        scaled -= scaled.max(axis=1, keepdims=True)
-        w = np.exp(scaled)
-        out[finite] = w / w.sum(axis=1, keepdims=True)
-    if not finite.all():
-        rows = cumulative[~finite]
-        leaders = (rows >= rows.max(axis=1, keepdims=True)).astype(float)
-        out[~finite] = leaders / leaders.sum(axis=1, keepdims=True)
-    return out
+    rate = np.where(finite, eta, 0.0)[:, None]
+    w = cumulative - top
+    w *= rate
+    w[w < _NEGLIGIBLE] = -np.inf  # exp would be subnormal (slow arithmetic): exactly 0
+    np.exp(w, out=w)
+    if not finite.all():  # follow the leader: 1 on the leaders, 0 elsewhere
+        w[~finite] = cumulative[~finite] >= top[~finite]
+    w /= w.sum(axis=1, keepdims=True)
+    return w
 
 
 def hedge_rate(eta: float, t: ArrayLike, size: int) -> np.ndarray:
@@ -136,15 +140,21 @@ def mixability_gap(weights: np.ndarray, payoffs: np.ndarray, eta: ArrayLike) -> 
     m = −(1/η)·ln Σ_k w_k·exp(η·u_k) of one round's payoffs u (de Rooij, van Erven, Grünwald
     & Koolen, JMLR 15, 2014, §2.1; with η = inf, m is the smallest loss −u_k on the leaders)."""
     eta = np.broadcast_to(np.asarray(eta, dtype=float), (weights.shape[0],))
-    hedge_loss = -(weights * payoffs).sum(axis=1)
+    hedge_loss = -np.einsum("ij,ij->i", weights, payoffs)
     finite = np.isfinite(eta)
-    rate = np.where(finite, eta, 1.0)[:, None]
-    with np.errstate(divide="ignore"):
-        z = rate * payoffs + np.log(weights)
-    top = z.max(axis=1, keepdims=True)
-    mix_finite = -(top[:, 0] + np.log(np.exp(z - top).sum(axis=1))) / rate[:, 0]
-    mix_leader = -np.where(weights > 0, payoffs, -np.inf).max(axis=1)
-    mix = np.where(finite, mix_finite, mix_leader)
+    rate = np.where(finite, eta, 1.0)
+    with np.errstate(divide="ignore"):  # log-sum-exp of η·u + ln w (w = 0: -inf)
+        z = np.log(weights)
+    z += rate[:, None] * payoffs
+    top = z.max(axis=1)
+    z -= top[:, None]
+    z[z < _NEGLIGIBLE] = -np.inf
+    np.exp(z, out=z)
+    mix_finite = -(top + np.log(z.sum(axis=1))) / rate
+    mix = mix_finite
+    if not finite.all():
+        mix_leader = -np.where(weights > 0, payoffs, -np.inf).max(axis=1)
+        mix = np.where(finite, mix_finite, mix_leader)
     return np.maximum(hedge_loss - mix, 0.0)
 
 

@@ -170,15 +170,17 @@ class Learning:
         t = st.updates[ids]
         if cfg.rule == "hedge":
             payoffs = hedge_payoffs(self.grid, phi * nu * others / st.reward[ids])
+            cumulative = st.payoffs[ids]
             if cfg.rate == "adaptive":  # Δ += this round's mixability gap, at the old weights
                 eta = adaptive_rate(st.gap[ids], self.grid.size)
-                old = hedge_weights(st.payoffs[ids], eta)
-                st.gap[ids] += mixability_gap(old, payoffs, eta)
+                played = hedge_weights(cumulative, eta)
+                st.gap[ids] += mixability_gap(played, payoffs, eta)
                 eta = adaptive_rate(st.gap[ids], self.grid.size)
             else:
                 eta = hedge_rate(cfg.eta, t, self.grid.size)
-            st.payoffs[ids] += payoffs
-            weights = hedge_weights(st.payoffs[ids], eta)
+            cumulative += payoffs
+            st.payoffs[ids] = cumulative
+            weights = hedge_weights(cumulative, eta)
             st.x[ids] = (weights @ self.grid) / (phi * nu)
             return
         st.x[ids] = log_gradient_step(
