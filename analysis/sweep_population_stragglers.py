@@ -60,11 +60,12 @@ def main() -> None:
         folder = summary.sweep_dir
     sweep = load_sweep(folder)
     eq = equilibrium_table(sweep.rounds, by=[X, Y])
-    cols = [X, Y, "n", "reward", "sum_rho", "participation", "welfare", "nash_gap_max"]
+    cols = [X, Y, "n", "converged", "converged_round", "reward", "sum_rho", "participation"]
+    cols += ["welfare", "server_cost", "client_surplus", "nash_gap_max"]
     shown = eq[[c for c in cols if c in eq]]
     report.table(
         "equilibrium",
-        "Equilibrium (last 5 rounds)",
+        "Equilibrium (mean over the converged rounds)",
         list(shown.columns),
         shown.round(4).itertuples(index=False),
     )

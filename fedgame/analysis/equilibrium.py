@@ -1,11 +1,15 @@
 """Equilibrium diagnostics across a sweep: how the market settles as the population changes.
 
-For each run the *equilibrium value* of a per-round quantity is its mean over the last
-``last`` rounds (the tail, after the leader's reward and the followers' ρ have settled). The
-quantities are the Stackelberg columns when an incentive writes them (``reward`` R_t,
-``sum_rho`` Σρ, ``welfare``, ``nash_gap_max``) plus ones every run has (``participation`` =
-participants / clients, ``reward_total`` = payments, ``test_accuracy``). Missing columns are
-skipped, so the functions work on any sweep.
+For each run, :func:`fedgame.analysis.convergence.detect` finds the first round t* after
+which the normalised Nash gap stays small and the reward R and Σρ are stationary; the run's
+*equilibrium value* of a per-round quantity is its mean over [t*, T] (the converged
+stretch). A run that never converges has no equilibrium values (NaN), only ``converged`` =
+False. The quantities are the Stackelberg columns when an incentive writes them (``reward``
+R_t, ``sum_rho`` Σρ, ``welfare``, ``server_cost`` (the leader's cost), ``client_surplus``,
+``nash_gap_max``, ``nash_gap_norm_max``, ``eq_distance``) plus ones every run has
+(``participation`` = participants / clients, ``reward_total`` = payments,
+``test_accuracy``). Missing columns are skipped, so the functions work on any sweep.
+:func:`tail_means` keeps the plain mean of the last rounds, for comparison.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from fedgame.analysis.convergence import Criteria, detect
 from fedgame.analysis.summary import aggregate
 
 #: per-round columns read when present, in display order
@@ -24,10 +29,16 @@ EQUILIBRIUM_COLUMNS = (
     "sum_rho",
     "participation",
     "welfare",
+    "server_cost",
+    "client_surplus",
     "nash_gap_max",
+    "nash_gap_norm_max",
+    "eq_distance",
     "reward_total",
     "test_accuracy",
 )
+#: per-run verdict columns of :func:`settled_means`
+CONVERGENCE_COLUMNS = ("converged", "converged_round", "stationary_round")
 
 
 def with_participation(rounds: pd.DataFrame) -> pd.DataFrame:
@@ -45,12 +56,44 @@ def tail_means(rounds: pd.DataFrame, *, last: int = 5) -> pd.DataFrame:
     return tail.groupby("run_id", sort=False)[cols].mean().reset_index()
 
 
+def settled_means(rounds: pd.DataFrame, criteria: Criteria | None = None) -> pd.DataFrame:
+    """Per run: ``converged``, ``converged_round`` (NaN if never), ``stationary_round`` (R
+    and Σρ alone stationary from there; NaN if never) and the mean of each equilibrium
+    column over the converged stretch (NaN if the run never converged)."""
+    frame = with_participation(rounds)
+    cols = [c for c in EQUILIBRIUM_COLUMNS if c in frame]
+    rows = []
+    for run_id, run in frame.groupby("run_id", sort=False):
+        verdict = detect(run, criteria)
+        row: dict[str, object] = {
+            "run_id": run_id,
+            "converged": verdict.converged,
+            "converged_round": verdict.round,
+            "stationary_round": verdict.stationary_round,
+        }
+        stretch = run[run["round"] >= verdict.round] if verdict.converged else run.iloc[:0]
+        row |= {c: float(stretch[c].mean()) if len(stretch) else math.nan for c in cols}
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["run_id", *CONVERGENCE_COLUMNS, *cols])
+
+
 def equilibrium_table(
-    rounds: pd.DataFrame, *, by: Sequence[str], last: int = 5, level: float = 0.95
+    rounds: pd.DataFrame,
+    *,
+    by: Sequence[str],
+    criteria: Criteria | None = None,
+    level: float = 0.95,
 ) -> pd.DataFrame:
-    """Equilibrium values per group of ``by`` (grid keys): mean and t-interval over replicates."""
+    """Equilibrium values per group of ``by`` (grid keys): mean and t-interval over replicates.
+
+    ``converged`` is the share of the group's runs that converged, ``converged_round`` the mean
+    round they converged at (``stationary_round`` likewise), and every other value the mean
+    over the converged runs of their converged-stretch means (:func:`settled_means`; NaN when
+    no run of the group converged).
+    """
     ids = rounds[[*by, "run_id"]].drop_duplicates("run_id")
-    per_run = ids.merge(tail_means(rounds, last=last), on="run_id")
+    per_run = ids.merge(settled_means(rounds, criteria), on="run_id")
+    per_run["converged"] = per_run["converged"].astype(float)
     return aggregate(per_run, by=by, level=level)
 
 
@@ -89,7 +132,7 @@ def response(table: pd.DataFrame, *, x: str, metrics: Sequence[str] | None = Non
     metrics = metrics or [c for c in EQUILIBRIUM_COLUMNS if c in table]
     stat_cols = {"n"} | {f"{m}{s}" for m in table.columns for s in ("_lo", "_hi")}
     others = [c for c in table.columns if c not in (x, *stat_cols) and c not in metrics]
-    others = [c for c in others if c not in EQUILIBRIUM_COLUMNS]
+    others = [c for c in others if c not in (*EQUILIBRIUM_COLUMNS, *CONVERGENCE_COLUMNS)]
     groups = table.groupby(others, sort=True) if others else [((), table)]
     rows = []
     for key, group in groups:

@@ -81,13 +81,24 @@ def _figure_lines(made: dict[str, Path | None], out: Path) -> list[str]:
     ]
 
 
+CONVERGENCE_NOTE = (
+    "A run converges at the first round after which its normalised Nash gap (ex ante, against "
+    "expected delivery, when recorded) stays at most 0.05 and R and Σρ are stationary (drift "
+    "at most 10% plus noise); `converged` is the share of runs that did, `converged_round` "
+    "their mean round, `stationary_round` the mean round from which R and Σρ alone were "
+    "stationary (play that settled away from equilibrium has one but does not converge); "
+    "values average the converged rounds of the converged runs (empty when none converged)."
+)
+
+
 def _equilibrium(rounds: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     """Equilibrium values per grid point, and the response to the population (or first key)."""
     eq = equilibrium_table(rounds, by=keys)
     eq = denoise(eq, [c for c in eq.columns if c not in keys])
     cols = [c for c in eq.columns if c not in keys and not c.endswith(("_lo", "_hi"))]
     table = readable_keys(eq[[*keys, *cols]], keys)
-    lines = ["## Equilibrium (mean of the last 5 rounds)", "", md_table(table), ""]
+    lines = ["## Equilibrium (mean over each run's converged stretch)", "", CONVERGENCE_NOTE, ""]
+    lines += [md_table(table), ""]
     numeric = [k for k in keys if pd.api.types.is_numeric_dtype(eq[k]) and eq[k].nunique() >= 2]
     if numeric:
         x = "population.clients" if "population.clients" in numeric else numeric[0]

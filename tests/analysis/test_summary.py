@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fedgame.analysis.convergence import Criteria
 from fedgame.analysis.equilibrium import (
     elasticity,
     equilibrium_table,
@@ -98,15 +99,23 @@ def test_run_metrics_epsilon_quantiles_from_clients():
     assert "reward" not in per_run  # absent game columns are left out
 
 
-def test_equilibrium_uses_the_tail_and_tolerates_missing_columns():
+def test_tail_means_and_equilibrium_tolerate_missing_columns():
     rounds = _rounds(with_game=True)
     tails = tail_means(rounds, last=2).set_index("run_id")
     assert tails.loc["10-0", "reward"] == pytest.approx((5 + 6) / 2)
     assert tails.loc["10-0", "participation"] == pytest.approx(0.5)
-    table = equilibrium_table(rounds, by=["population.clients"], last=2)
+    short = Criteria(min_rounds=3, window=2)
+    table = equilibrium_table(rounds, by=["population.clients"], criteria=short)
+    table = table.set_index("population.clients")
+    assert (table["converged"] == 0.0).all()  # R_t = scale·t grows: never an equilibrium
+    assert table["sum_rho"].isna().all()
+    steady = rounds.assign(reward=rounds["reward_total"])  # R constant per run
+    table = equilibrium_table(steady, by=["population.clients"], criteria=short)
     assert table.set_index("population.clients").loc[20, "sum_rho"] == pytest.approx(1.05)
+    assert (table["converged"] == 1.0).all() and (table["converged_round"] == 1.0).all()
     plain = equilibrium_table(_rounds(with_game=False), by=["population.clients"])
     assert "reward" not in plain and "participation" in plain
+    assert (plain["converged"] == 0.0).all()  # no game, nothing to settle
     resp = response(table, x="population.clients").set_index("metric")
     assert resp.loc["sum_rho", "slope"] == pytest.approx((1.05 - 0.55) / 10)
 

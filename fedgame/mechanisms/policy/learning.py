@@ -3,12 +3,15 @@
 The learning rules and what they converge to are in :mod:`fedgame.game.learning`: a
 log-gradient step on the realised utility (``rule: log_gradient``; a decreasing step
 ``decay`` > 1/2 makes it a stochastic approximation that settles under stragglers) and
-exponential weights over a budget grid (``rule: hedge``). The feedback is the delivered total
-Σρ the game incentives broadcast as ``Offer.plan["sum_rho_prev"]``; a client knows only its
-own ν, its own last budget and whether it delivered (its ``participations`` count grew).
-Every client's state is a row of arrays indexed by client id, updated for all clients of the
-behaviour at once. The distance of the play to the complete-information equilibrium is
-measured for every policy by the model's round check (``eq_distance``).
+exponential weights over a budget grid (``rule: hedge``, AdaHedge's adaptive rate by
+default). Under independent stragglers both settle at the equilibrium of the exact
+expected-delivery game (:func:`fedgame.game.learning.expected_delivery_equilibrium`).
+The feedback is the delivered total Σρ the game incentives broadcast as
+``Offer.plan["sum_rho_prev"]``; a client knows only its own ν, its own last budget and
+whether it delivered (its ``participations`` count grew). Every client's state is a row of
+arrays indexed by client id, updated for all clients of the behaviour at once. The distance
+of the play to the complete-information (certainty-equivalent) equilibrium is measured for
+every policy by the model's round check (``eq_distance``).
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.game.learning import (
+    adaptive_rate,
     hedge_grid,
     hedge_payoffs,
     hedge_rate,
     hedge_weights,
     log_gradient_step,
+    mixability_gap,
     step_size,
 )
 from fedgame.mechanisms.policy.market import contest_of, rho_left
@@ -48,6 +53,7 @@ class _State:
         self.participations = np.zeros(0, dtype=np.int64)
         self.updates = np.zeros(0, dtype=np.int64)
         self.payoffs = np.zeros((0, grid_size))
+        self.gap = np.zeros(0)
 
     def ensure(self, top: int) -> None:
         if top < self.size:
@@ -61,6 +67,7 @@ class _State:
         self.participations = np.concatenate([self.participations, np.zeros(extra, dtype=np.int64)])
         self.updates = np.concatenate([self.updates, np.zeros(extra, dtype=np.int64)])
         self.payoffs = np.concatenate([self.payoffs, np.zeros((extra, self.grid_size))])
+        self.gap = np.concatenate([self.gap, np.zeros(extra)])
         self.size = new
 
 
@@ -68,10 +75,12 @@ class _State:
 class Learning:
     """Learn ρ/R from the broadcast Σρ: ``log_gradient`` or ``hedge`` (bounded information).
 
-    Config: ``rule``; ``eta`` the step (log-gradient) or rate scale (Hedge); ``decay`` κ of the
-    log-gradient step η·t^(−κ) (0: constant); ``init`` the first budget as a multiple of the
-    homogeneous-ν equilibrium share (n−1)/(n²φν) (log-gradient; Hedge starts from uniform
-    weights); ``grid`` the number of Hedge budgets; ``rho_min`` the smallest budget played.
+    Config: ``rule``; ``eta`` the step (log-gradient) or the scale of the anytime Hedge rate;
+    ``decay`` κ of the log-gradient step η·t^(−κ) (0: constant); ``rate`` of Hedge
+    (``adaptive``: AdaHedge's ln K/Δ, no tuning; ``anytime``: η·sqrt(ln K/t)); ``init`` the
+    first budget as a multiple of the homogeneous-ν equilibrium share (n−1)/(n²φν)
+    (log-gradient; Hedge starts from uniform weights); ``grid`` the number of Hedge budgets;
+    ``rho_min`` the smallest budget played.
     """
 
     class Config(BaseModel):
@@ -80,16 +89,22 @@ class Learning:
             "log_gradient", description="learning rule: log_gradient step or hedge over a grid"
         )
         eta: float = Field(
-            0.5, gt=0, le=2, description="step (log_gradient) or rate scale (hedge), in (0, 2]"
+            0.5,
+            gt=0,
+            le=2,
+            description="step (log_gradient) or anytime rate scale (hedge), in (0, 2]",
         )
         decay: float = Field(
             0.6, ge=0, le=1, description="kappa in [0, 1] of the step eta*t^-kappa (0: constant)"
+        )
+        rate: Literal["adaptive", "anytime"] = Field(
+            "adaptive", description="hedge rate: adaptive (AdaHedge) or anytime eta*sqrt(lnK/t)"
         )
         init: PositiveFloat = Field(
             0.5, description="first budget as a multiple of the homogeneous equilibrium share"
         )
         grid: PositiveInt = Field(
-            64, ge=2, le=1024, description="number of hedge budgets on the log grid, 2-1024"
+            256, ge=2, le=1024, description="number of hedge budgets on the log grid, 2-1024"
         )
         rho_min: PositiveFloat = Field(1e-12, description="smallest zCDP budget played (> 0)")
 
@@ -154,9 +169,18 @@ class Learning:
         st.updates[ids] += 1
         t = st.updates[ids]
         if cfg.rule == "hedge":
-            ratio = phi * nu * others / st.reward[ids]
-            st.payoffs[ids] += hedge_payoffs(self.grid, ratio)
-            weights = hedge_weights(st.payoffs[ids], hedge_rate(cfg.eta, t, self.grid.size))
+            payoffs = hedge_payoffs(self.grid, phi * nu * others / st.reward[ids])
+            cumulative = st.payoffs[ids]
+            if cfg.rate == "adaptive":  # Δ += this round's mixability gap, at the old weights
+                eta = adaptive_rate(st.gap[ids], self.grid.size)
+                played = hedge_weights(cumulative, eta)
+                st.gap[ids] += mixability_gap(played, payoffs, eta)
+                eta = adaptive_rate(st.gap[ids], self.grid.size)
+            else:
+                eta = hedge_rate(cfg.eta, t, self.grid.size)
+            cumulative += payoffs
+            st.payoffs[ids] = cumulative
+            weights = hedge_weights(cumulative, eta)
             st.x[ids] = (weights @ self.grid) / (phi * nu)
             return
         st.x[ids] = log_gradient_step(
