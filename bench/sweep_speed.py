@@ -8,7 +8,9 @@ includes that start; results go to a temporary folder.
 
 Printed: wall seconds and runs/minute per executor, the speed-up of the pool at all workers
 over one worker (target >= 1.7x on 2 cores), Ray's start-up time, and Ray's overhead per run
-= (Ray wall - pool wall at the same workers) / runs, with and without Ray's start-up.
+= (Ray wall - pool wall at the same workers) / runs, with and without Ray's start-up, and
+the machine's load average (1 minute) before and after: on a shared machine the figures
+are only comparable between rows measured under the same load.
 
 Usage: ``python bench/sweep_speed.py [--rounds R] [--workers N] [--no-ray]``
 """
@@ -70,6 +72,7 @@ def main() -> None:
     args = parser.parse_args()
     SCENARIO["rounds"] = args.rounds
     runs = 16
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "sweep_speed.yaml"
         file.write_text(yaml.safe_dump(SCENARIO))
@@ -84,7 +87,10 @@ def main() -> None:
             walls[f"ray x{args.workers}"] = timed_sweep(
                 file, Path(tmp) / "c", executor="ray", workers=args.workers
             )
-    print(f"{runs} runs of {args.rounds} rounds, {os.cpu_count()} CPUs")
+    print(
+        f"{runs} runs of {args.rounds} rounds, {os.cpu_count()} CPUs, load average "
+        f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    )
     for name, wall in walls.items():
         print(f"  {name:<10} {wall:7.1f} s   {runs / wall * 60:6.1f} runs/min")
     pool = walls[f"local x{args.workers}"]

@@ -1,8 +1,9 @@
 """A user's own plug-ins, without forking fedgame: an installed package's entry point, and a
-module a scenario lists under ``plugins`` (main process, local sweep workers)."""
+module a scenario lists under ``plugins`` (main process, local sweep workers, Ray tasks)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -44,9 +45,14 @@ class LowestIds:
 '''
 
 
-def _fedgame(*args: str, cwd: Path, pythonpath: str = "") -> subprocess.CompletedProcess[str]:
+def _fedgame(
+    *args: str, cwd: Path, pythonpath: str = "", sys_path: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``fedgame ARGS`` in a fresh process; ``sys_path``: folders that process puts first on its
+    own ``sys.path`` (as a notebook or script does; child processes do not inherit them)."""
     env = {**os.environ, "PYTHONPATH": pythonpath}
-    code = "import sys; from fedgame.cli import main; sys.exit(main())"
+    code = f"import sys; sys.path[:0] = {list(sys_path)!r}; "
+    code += "from fedgame.cli import main; sys.exit(main())"
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
@@ -106,6 +112,36 @@ def test_a_scenario_module_is_loaded_in_two_local_sweep_workers(tmp_path, tiny):
         assert clients[clients["round"] > 0].groupby("round")["selected"].sum().max() <= 2
     listed = _fedgame("list", "selection", "--scenario", "s.yaml", cwd=tmp_path)
     assert "scenario module my_plugins" in listed.stdout
+
+
+def test_ray_tasks_load_an_installed_package_and_a_scenario_module(tmp_path, tiny):
+    """A Ray sweep over two plug-in selection rules: ``lowest_ids`` from the installed package's
+    entry point, ``lowest_ids_here`` from the scenario's ``plugins`` module, which the driver
+    imports from a folder only its own ``sys.path`` lists (not the working folder, not
+    ``PYTHONPATH``); each run is a Ray task that must load its rule to run its scenario."""
+    site = tmp_path / "site"
+    _installed_package(site)
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "my_plugins.py").write_text(LOWEST_IDS.format(name="lowest_ids_here"))
+    scenario = _scenario(
+        tiny,
+        plugins=["my_plugins"],
+        selection={"kind": "lowest_ids", "k": 2},
+        sweep={"grid": {"selection.kind": ["lowest_ids", "lowest_ids_here"]}},
+    )
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
+    args = ("sweep", "s.yaml", "--executor", "ray", "--workers", "2", "--quiet")
+    swept = _fedgame(*args, cwd=tmp_path, pythonpath=str(site), sys_path=(str(tmp_path / "mods"),))
+    assert swept.returncode == 0, swept.stderr
+    used = {}
+    for run_dir in (tmp_path / "results").glob("*/sweep-*/runs/*"):
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        resolved = yaml.safe_load((run_dir / "scenario.resolved.yaml").read_text())
+        clients = pd.read_parquet(run_dir / "clients.parquet")
+        chosen = clients[clients["selected"] & (clients["round"] > 0)]
+        used[resolved["selection"]["kind"]] = manifest["status"]
+        assert len(chosen) and chosen.groupby("round").size().max() <= 2
+    assert used == {"lowest_ids": "completed", "lowest_ids_here": "completed"}
 
 
 def test_a_plugin_module_that_does_not_import_is_one_line_and_exit_2(tmp_path, tiny):

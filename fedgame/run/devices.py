@@ -11,12 +11,17 @@ GPU is visible. Then:
   and makes the one it grants the task's ``cuda``).
 
 Runs on the CPU get CPU workers: ``--workers`` of them, else one per core.
+
+:func:`planned_concurrency` says how many runs of a sweep execute at once under that plan (the
+sweep's memory check multiplies it by one run's memory). Every function here takes the visible
+GPU ids as a parameter (default: :func:`visible_gpus`), so a plan can be made, and tested, for a
+machine other than this one.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +85,7 @@ def plan_local_workers(
     *,
     workers: int | None,
     workers_per_gpu: int = 1,
-    gpus: list[str] | None = None,
+    gpus: Sequence[str] | None = None,
     cpus: int | None = None,
 ) -> WorkerPlan:
     """Workers for runs asking for ``devices``: per GPU when any of them trains on CUDA.
@@ -93,7 +98,7 @@ def plan_local_workers(
         cpus: CPU cores (default ``os.cpu_count()``).
     """
     devices = list(devices)
-    gpus = visible_gpus() if gpus is None else gpus
+    gpus = visible_gpus() if gpus is None else list(gpus)
     if gpus and any(wants_cuda(d, gpus_visible=True) for d in devices):
         if any(d.startswith("cuda:") for d in devices):  # runs choose their own GPU
             count = len(gpus) * workers_per_gpu
@@ -110,3 +115,50 @@ def plan_local_workers(
 def ray_gpus(device: str, *, gpus_per_run: float, cluster_gpus: float) -> float:
     """GPUs a Ray task of a run asking for ``device`` requests (0 for a CPU run)."""
     return gpus_per_run if wants_cuda(device, gpus_visible=cluster_gpus > 0) else 0.0
+
+
+def ray_concurrency(
+    devices: Iterable[str], *, cpus: int, gpus_per_run: float, cluster_gpus: float
+) -> int:
+    """Ray tasks that run at once on ``cpus`` CPUs and ``cluster_gpus`` GPUs.
+
+    Each task takes one CPU; a CUDA run's task also takes ``gpus_per_run`` GPUs, so when every
+    run trains on CUDA at most ``floor(cluster_gpus / gpus_per_run)`` run at once (CPU runs
+    among them are bounded by the CPUs alone).
+    """
+    requests = [ray_gpus(d, gpus_per_run=gpus_per_run, cluster_gpus=cluster_gpus) for d in devices]
+    if requests and all(requests):
+        return max(1, min(cpus, int(cluster_gpus / gpus_per_run + 1e-9)))
+    return max(1, cpus)
+
+
+def planned_concurrency(
+    executor: str,
+    devices: Sequence[str],
+    *,
+    workers: int | None,
+    workers_per_gpu: int = 1,
+    gpus_per_run: float = 1.0,
+    gpus: Sequence[str] | None = None,
+    cpus: int | None = None,
+) -> int:
+    """Runs of ``devices`` that execute at once on ``executor`` (never more than the runs).
+
+    ``serial``: one. ``local``: the workers :func:`plan_local_workers` starts (visible GPUs x
+    ``workers_per_gpu`` for CUDA runs, else ``workers`` or one per core). ``ray`` (a local
+    cluster of ``workers`` or all CPUs and the visible GPUs): :func:`ray_concurrency`.
+    """
+    if executor == "serial" or not devices:
+        return 1
+    cpus = cpus or os.cpu_count() or 1
+    gpus = visible_gpus() if gpus is None else list(gpus)
+    if executor == "ray":
+        at_once = ray_concurrency(
+            devices, cpus=workers or cpus, gpus_per_run=gpus_per_run, cluster_gpus=len(gpus)
+        )
+    else:
+        plan = plan_local_workers(
+            devices, workers=workers, workers_per_gpu=workers_per_gpu, gpus=gpus, cpus=cpus
+        )
+        at_once = plan.workers
+    return max(1, min(at_once, len(devices)))

@@ -203,15 +203,23 @@ class LocalExecutor:
     """A spawn-based process pool; one torch thread per worker.
 
     Workers are planned from the runs' devices (:func:`~fedgame.run.devices.plan_local_workers`):
-    ``workers_per_gpu`` per visible GPU, each with ``CUDA_VISIBLE_DEVICES`` set, when the runs
-    train on CUDA, else ``workers`` CPU workers (default one per core). At most that many runs
+    ``workers_per_gpu`` per GPU of ``gpus`` (default: the visible ones), each with
+    ``CUDA_VISIBLE_DEVICES`` set, when the runs train on CUDA, else ``workers`` CPU workers
+    (default one per core). At most that many runs
     are in flight, so when a worker dies only the runs that were actually running are lost
     (recorded as failed); the rest go to a fresh pool.
     """
 
-    def __init__(self, workers: int | None = None, *, workers_per_gpu: int = 1) -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        workers_per_gpu: int = 1,
+        gpus: Sequence[str] | None = None,
+    ) -> None:
         self.requested = workers
         self.workers_per_gpu = workers_per_gpu
+        self.gpus = None if gpus is None else list(gpus)
         self.workers = workers or os.cpu_count() or 1
         self.plan: WorkerPlan | None = None
 
@@ -224,6 +232,7 @@ class LocalExecutor:
             [run_device(r.data) for r in runs],
             workers=self.requested,
             workers_per_gpu=self.workers_per_gpu,
+            gpus=self.gpus,
         )
         self.workers = self.plan.workers
         while pending:
@@ -313,11 +322,17 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 class RayExecutor:
     """Each run a Ray task (``num_cpus=1``, and ``num_gpus=gpus_per_run`` when the run trains on
-    CUDA: Ray hides the GPUs from a task that asks for none); a local Ray with ``workers`` CPUs
-    when no address."""
+    CUDA: Ray hides the GPUs from a task that asks for none, and sets the task's
+    ``CUDA_VISIBLE_DEVICES`` to the GPUs it grants); without an address, a local Ray with
+    ``workers`` CPUs (default all) and the GPUs ``gpus`` (default: those Ray detects)."""
 
     def __init__(
-        self, workers: int | None = None, address: str | None = None, *, gpus_per_run: float = 1.0
+        self,
+        workers: int | None = None,
+        address: str | None = None,
+        *,
+        gpus_per_run: float = 1.0,
+        gpus: Sequence[str] | None = None,
     ) -> None:
         self.gpus_per_run = gpus_per_run
         try:
@@ -332,6 +347,8 @@ class RayExecutor:
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address is None:
             kwargs["num_cpus"] = workers or os.cpu_count() or 1
+            if gpus is not None:
+                kwargs["num_gpus"] = len(gpus)
         try:
             # ray annotates logging_level as int but takes level names (its default is "info")
             ray.init(address=address, logging_level="ERROR", **kwargs)  # type: ignore[arg-type]
@@ -395,9 +412,11 @@ def make_executor(
     address: str | None = None,
     workers_per_gpu: int = 1,
     gpus_per_run: float = 1.0,
+    gpus: Sequence[str] | None = None,
 ) -> SerialExecutor | LocalExecutor | RayExecutor:
     """Build (and for Ray, connect) the executor called ``kind`` (GPU settings: the sweep's
-    ``workers_per_gpu`` for the local pool, ``gpus_per_run`` for Ray tasks)."""
+    ``workers_per_gpu`` for the local pool, ``gpus_per_run`` for Ray tasks, and the GPU ids
+    ``gpus`` both plan with, default the visible ones)."""
     if workers is not None and workers < 1:
         raise ScenarioError("--workers", workers, "a positive integer")
     if address is not None and kind != "ray":
@@ -405,7 +424,7 @@ def make_executor(
     if kind == "serial":
         return SerialExecutor()
     if kind == "local":
-        return LocalExecutor(workers, workers_per_gpu=workers_per_gpu)
+        return LocalExecutor(workers, workers_per_gpu=workers_per_gpu, gpus=gpus)
     if kind == "ray":
-        return RayExecutor(workers, address, gpus_per_run=gpus_per_run)
+        return RayExecutor(workers, address, gpus_per_run=gpus_per_run, gpus=gpus)
     raise ScenarioError("--executor", kind, f"one of {', '.join(EXECUTORS)}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import yaml
 
 from fedgame.errors import DivergenceError, Interrupted
 from fedgame.run import store
+from fedgame.run.devices import CUDA_ENV
 from fedgame.run.interrupts import StopOnSignal, signal_of
 from fedgame.scenario.load import validated_tree
 from fedgame.scenario.schema import Scenario
@@ -150,6 +152,8 @@ def _result(
         "created": created,
         "device": str(model.world.device),
         "device_requested": scenario.training.device,
+        # the GPUs this process was given (a sweep worker's own GPU); None: not restricted
+        "cuda_visible_devices": os.environ.get(CUDA_ENV),
         "clients_table": model.datacollector.clients,
         "clients_table_rule": clients_table_reason(scenario),
         "dataset": model.world.dataset.name,

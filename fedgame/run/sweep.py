@@ -16,7 +16,9 @@ whose folder is damaged (a truncated table, an unreadable manifest) is recorded 
 ``SweepSummary.repaired`` and ``sweep.json`` and run again.
 
 Before anything is written the output folder is checked (creatable, writable) and the memory
-of the runs that execute at once is checked against the limit
+of the runs that execute at once (as many as the executor's plan runs at once:
+:func:`fedgame.run.devices.planned_concurrency`, e.g. visible GPUs x ``workers_per_gpu`` for a
+local sweep on CUDA) is checked against the limit
 (:func:`fedgame.scenario.preflight.check_memory`). SIGINT or SIGTERM stops the sweep: the
 workers are stopped, the finished runs stay written, ``sweep.json`` says ``interrupted``, and
 :class:`~fedgame.errors.Interrupted` is raised with the summary attached.
@@ -25,9 +27,9 @@ workers are stopped, the finished runs stay written, ``sweep.json`` says ``inter
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ import yaml
 from fedgame.analysis.sweep import FINISHED, build_sweep_frame
 from fedgame.errors import Interrupted
 from fedgame.run import store
+from fedgame.run.devices import planned_concurrency, run_device, visible_gpus
 from fedgame.run.executors import Outcome, make_executor
 from fedgame.run.grid import SweepPlan, SweepRun
 from fedgame.run.interrupts import StopOnSignal, signal_of
@@ -83,21 +86,25 @@ def run_sweep(
     workers: int | None = None,
     address: str | None = None,
     progress: bool = True,
+    gpus: Sequence[str] | None = None,
 ) -> SweepSummary:
     """Execute every unfinished run of ``plan`` and write ``sweep.parquet``.
 
     The output folder, the memory of the concurrent runs and the executor (Ray connected) are
     checked before anything is written, so a bad setting raises ``ScenarioError`` with nothing
-    run.
+    run. ``gpus`` are the GPU ids the executor plans its workers (local) or its cluster (a
+    local Ray) with; default: those visible here (:func:`fedgame.run.devices.visible_gpus`).
     """
     started = time.perf_counter()
     todo, repaired = plan_work(plan)
     summary = SweepSummary(plan.sweep_dir, len(plan.runs), skipped=len(plan.runs) - len(todo))
     summary.repaired = repaired
     check_output(plan.sweep_dir, key=plan.out_key, value=str(plan.out))
+    if todo and executor != "serial" and gpus is None:
+        gpus = visible_gpus()
     if todo and address is None:  # a Ray cluster's memory is not this machine's
         limit, source = memory_limit()
-        concurrent = _concurrent(executor, workers, len(todo))
+        concurrent = _concurrent(plan, todo, executor=executor, workers=workers, gpus=gpus)
         check_concurrency(plan.memory_per_run, concurrent=concurrent, limit=limit, source=source)
     pool = (
         make_executor(
@@ -106,6 +113,7 @@ def run_sweep(
             address=address,
             workers_per_gpu=plan.workers_per_gpu,
             gpus_per_run=plan.gpus_per_run,
+            gpus=gpus,
         )
         if todo
         else None
@@ -172,10 +180,23 @@ def plan_work(plan: SweepPlan) -> tuple[list[SweepRun], dict[str, str]]:
     return todo, repaired
 
 
-def _concurrent(executor: str, workers: int | None, runs: int) -> int:
-    if executor == "serial":
-        return 1
-    return max(1, min(workers or os.cpu_count() or 1, runs))
+def _concurrent(
+    plan: SweepPlan,
+    todo: Sequence[SweepRun],
+    *,
+    executor: str,
+    workers: int | None,
+    gpus: Sequence[str] | None,
+) -> int:
+    """How many of ``todo`` run at once: the executor's own plan for their devices."""
+    return planned_concurrency(
+        executor,
+        [run_device(run.data) for run in todo],
+        workers=workers,
+        workers_per_gpu=plan.workers_per_gpu,
+        gpus_per_run=plan.gpus_per_run,
+        gpus=gpus,
+    )
 
 
 def write_outcome(outcome: Outcome, run_dir: Path) -> None:

@@ -29,10 +29,20 @@ from fedgame.viz.table import round_table
 #: resolution of the figures (they are shown at the card's width)
 DPI = 110
 #: figures fill their card's width, up to a height that fits the card (Mesa's grid cards have
-#: a fixed height)
+#: a fixed height). Every slider shows its value: SolaraViz builds its sliders with Solara's
+#: default thumb label, which Vuetify shows only while the thumb is dragged or focused; the
+#: rules below keep that label shown, as a small badge above the thumb that follows the value
+#: (the effect of Vuetify's ``thumb-label="always"``, which SolaraViz does not pass on).
 CSS = """
 .fedgame-figure { width: 100%; height: auto; max-height: 330px; object-fit: contain; }
 .fedgame-figure.fedgame-network { max-height: 300px; }
+.v-input__slider { margin-top: 16px; }
+.v-slider__thumb-label-container { display: block !important; }
+.v-slider__thumb-label {
+    transform: translate(-50%, -21px) !important; width: auto !important; min-width: 22px;
+    height: 16px !important; padding: 0 4px; border-radius: 3px; font-size: 11px;
+}
+.v-slider__thumb-label > * { transform: none !important; white-space: nowrap; }
 """
 
 

@@ -2,7 +2,8 @@
 
 The port is bound here first, so a port in use is one ``ScenarioError`` (exit code 2 from the
 CLI) before anything starts, and port 0 picks a free one. Solara's usage reporting is off and
-its assets come from the ``solara-assets`` package (no CDN), so the page works offline.
+its assets come from the ``solara-assets`` package (no CDN), so the page works offline, also
+from a virtual environment that uses the system's packages (:func:`base_prefix_env`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import socket
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 from fedgame.errors import ScenarioError
@@ -21,6 +23,37 @@ from fedgame.errors import ScenarioError
 CONFIG_ENV = "FEDGAME_DASHBOARD"
 #: Solara settings: no usage reporting, no warnings about Mesa's own components' hooks
 SOLARA_ENV = {"SOLARA_TELEMETRY_MIXPANEL_ENABLE": "false", "SOLARA_CHECK_HOOKS": "off"}
+
+
+def base_prefix_env() -> dict[str, str]:
+    """Settings that point Solara at the front-end files of packages installed outside this
+    virtual environment (one made with ``--system-site-packages``).
+
+    Such packages keep their data files under the base interpreter's prefix, not this
+    environment's: Solara's assets (``share/solara/cdn``), the Jupyter widget extensions
+    (``share/jupyter``) and their configuration (``etc/jupyter``). Without them Solara fetches
+    its scripts from a CDN, which fails offline. Empty outside a virtual environment, and for
+    files the environment has itself.
+    """
+    if sys.prefix == sys.base_prefix:
+        return {}
+    here, base = Path(sys.prefix), Path(sys.base_prefix)
+    env: dict[str, str] = {}
+    cdn = "share/solara/cdn"  # Solara creates it empty here on its first start
+    if _has_files(base / cdn) and not _has_files(here / cdn):
+        env["SOLARA_ASSETS_PROXY_CACHE_DIR"] = str(base / cdn)
+    for variable, folder, inside in (
+        ("JUPYTER_PATH", "share/jupyter", "nbextensions"),
+        ("JUPYTER_CONFIG_PATH", "etc/jupyter", "nbconfig"),
+    ):
+        if _has_files(base / folder / inside) and not _has_files(here / folder / inside):
+            listed = [p for p in os.environ.get(variable, "").split(os.pathsep) if p]
+            env[variable] = os.pathsep.join([*listed, str(base / folder)])
+    return env
+
+
+def _has_files(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.iterdir())
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -54,6 +87,7 @@ def serve(config: dict[str, Any], *, host: str = "127.0.0.1", port: int = 8765) 
     sock = bind(host, port)
     actual = sock.getsockname()[1]
     os.environ.update(SOLARA_ENV)
+    os.environ.update(base_prefix_env())  # before Solara reads its settings on import
     os.environ[CONFIG_ENV] = json.dumps(config)
     os.environ["SOLARA_APP"] = "fedgame.viz.app:Page"
     os.environ["SERVER_NAME"], os.environ["SERVER_PORT"] = host, str(actual)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import subprocess
 import sys
 
@@ -14,13 +15,17 @@ from fedgame.errors import ScenarioError
 from fedgame.run.devices import (
     CUDA_ENV,
     plan_local_workers,
+    planned_concurrency,
+    ray_concurrency,
     ray_gpus,
     run_device,
     visible_gpus,
     wants_cuda,
 )
 from fedgame.run.executors import LocalExecutor, make_executor
+from fedgame.run.grid import plan_sweep
 from fedgame.run.single import simulate
+from fedgame.run.sweep import run_sweep
 from fedgame.scenario.build import resolve_device
 from fedgame.scenario.load import validate
 
@@ -62,6 +67,64 @@ def test_run_devices_and_ray_requests():
     assert ray_gpus("auto", gpus_per_run=0.25, cluster_gpus=0) == 0.0
     assert ray_gpus("cpu", gpus_per_run=1.0, cluster_gpus=4) == 0.0
     assert ray_gpus("cuda", gpus_per_run=0.5, cluster_gpus=1) == 0.5
+
+
+def test_local_concurrency_is_the_planned_workers_gpus_times_workers_per_gpu():
+    four = ["0", "1", "2", "3"]
+    runs = ["auto"] * 20
+    # a GPU sweep runs one worker per GPU whatever the cores, not one per core
+    assert planned_concurrency("local", runs, workers=None, gpus=four, cpus=2) == 4
+    assert planned_concurrency("local", runs, workers=None, workers_per_gpu=3, gpus=four) == 12
+    assert planned_concurrency("local", runs, workers=5, workers_per_gpu=3, gpus=four) == 5
+    assert planned_concurrency("local", ["cuda:2"] * 20, workers=None, gpus=four, cpus=2) == 4
+    # CPU runs, or no GPU visible: the CPU workers
+    assert planned_concurrency("local", ["cpu"] * 20, workers=None, gpus=four, cpus=6) == 6
+    assert planned_concurrency("local", runs, workers=None, gpus=[], cpus=6) == 6
+    assert planned_concurrency("local", runs, workers=3, gpus=[], cpus=6) == 3
+    # never more than the runs; serial is one at a time
+    assert planned_concurrency("local", runs[:3], workers=None, gpus=four) == 3
+    assert planned_concurrency("serial", runs, workers=8, gpus=four) == 1
+
+
+def test_ray_concurrency_is_bounded_by_cpus_and_by_gpus_per_run():
+    assert ray_concurrency(["auto"] * 9, cpus=16, gpus_per_run=0.25, cluster_gpus=2) == 8
+    assert ray_concurrency(["cuda"] * 9, cpus=4, gpus_per_run=0.25, cluster_gpus=2) == 4
+    assert ray_concurrency(["cuda"] * 9, cpus=16, gpus_per_run=1.0, cluster_gpus=3) == 3
+    assert ray_concurrency(["auto"] * 9, cpus=16, gpus_per_run=1.0, cluster_gpus=0) == 16
+    # CPU runs among CUDA ones hold no GPU: only the CPUs bound them
+    assert ray_concurrency(["cpu", "cuda"], cpus=16, gpus_per_run=1.0, cluster_gpus=1) == 16
+    two = ["0", "1"]
+    runs = ["auto"] * 9
+    assert planned_concurrency("ray", runs, workers=8, gpus_per_run=0.5, gpus=two) == 4
+    assert planned_concurrency("ray", runs, workers=None, gpus=[], cpus=3) == 3
+
+
+@pytest.fixture
+def gpu_sweep(tiny, write_scenario, tmp_path, monkeypatch):
+    """A 4-run sweep whose runs train on ``auto`` (a GPU where one is visible), each run
+    planned at 1 GiB, under a 3 GiB memory limit."""
+    monkeypatch.setenv("FEDGAME_MEMORY_LIMIT", "3G")
+    tiny["training"]["device"] = "auto"
+    tiny["sweep"] = {"grid": {"selection.k": [3, 5]}, "replicates": 2}
+    plan = plan_sweep(write_scenario(tiny), out=tmp_path / "res")
+    return dataclasses.replace(plan, memory_per_run=1 << 30)
+
+
+def test_the_memory_check_counts_the_gpu_workers_that_run_at_once(gpu_sweep, tmp_path):
+    four = ["0", "1", "2", "3"]
+    with pytest.raises(ScenarioError) as err:  # 4 GPUs x 1 worker: 4 GiB at once
+        run_sweep(gpu_sweep, executor="local", workers=None, gpus=four, progress=False)
+    assert err.value.key == "--workers" and err.value.value == 4
+    assert "at most 3 runs" in err.value.allowed
+    doubled = dataclasses.replace(gpu_sweep, workers_per_gpu=2)
+    with pytest.raises(ScenarioError) as err:  # 2 GPUs x 2 workers
+        run_sweep(doubled, executor="local", workers=None, gpus=["0", "1"], progress=False)
+    assert err.value.value == 4
+    shared = dataclasses.replace(gpu_sweep, gpus_per_run=0.5)
+    with pytest.raises(ScenarioError) as err:  # a local Ray: 2 GPUs / 0.5 per run, 8 CPUs
+        run_sweep(shared, executor="ray", workers=8, gpus=["0", "1"], progress=False)
+    assert err.value.value == 4
+    assert not (tmp_path / "res").exists()
 
 
 def test_executor_takes_the_sweep_gpu_settings():

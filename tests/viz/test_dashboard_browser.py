@@ -104,6 +104,15 @@ def _views(page) -> dict[str, str]:
     }
 
 
+def _slider_value(page, label: str) -> str:
+    """The value a sidebar slider shows (its thumb label), which must be visible."""
+    shown = page.get_by_role("slider", name=label).locator(".v-slider__thumb-label")
+    assert shown.is_visible(), f"the value of slider {label!r} is not shown"
+    box = shown.bounding_box()
+    assert box is not None and box["width"] > 5 and box["height"] > 5
+    return shown.inner_text().strip()
+
+
 def _wait_for_round(page, n: int) -> None:
     page.locator(f"text=/^round {n} of /").first.wait_for(timeout=120_000)
 
@@ -125,6 +134,16 @@ def test_stepping_a_live_scenario_changes_the_counter_the_curves_and_the_network
     _wait_for_round(page, 0)
     before = _views(page)
     assert before["counter"].startswith("round 0 of 30 · 20 clients")
+    assert _slider_value(page, "clients N") == "20"
+    page.get_by_role("slider", name="clients N").focus()
+    page.keyboard.press("ArrowRight")  # one step: 21 clients, applied on Reset
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.v-slider__thumb-label')]"
+        ".some(e => e.innerText.trim() === '21')",
+        timeout=30_000,
+    )
+    assert _slider_value(page, "clients N") == "21"
+    assert _slider_value(page, "straggle probability") == "0.1"
     for n in (1, 2, 3):
         page.get_by_role("button", name="Step").click()
         _wait_for_round(page, n)
@@ -137,6 +156,7 @@ def test_stepping_a_live_scenario_changes_the_counter_the_curves_and_the_network
     page.screenshot(path=str(tmp_path / "dashboard-live.png"), full_page=True)
     page.get_by_role("button", name="Reset").click()
     _wait_for_round(page, 0)
+    page.locator("text=/^round 0 of 30 · 21 clients/").first.wait_for(timeout=120_000)
 
 
 def test_a_finished_run_replays_read_only(dashboard, browser, tmp_path):

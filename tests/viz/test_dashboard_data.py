@@ -3,6 +3,8 @@ models (the views read only what these give)."""
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 import pytest
 
@@ -80,3 +82,30 @@ def test_a_run_folder_with_set_is_refused(tmp_path, capsys):
 def test_a_folder_without_runs_is_refused(tmp_path, capsys):
     assert main(["dashboard", str(tmp_path)]) == 2
     assert "no run folder (manifest.json)" in capsys.readouterr().err
+
+
+def test_a_venv_on_system_packages_finds_their_front_end_files(tmp_path, monkeypatch):
+    """Packages from the base interpreter keep Solara's assets and the widget extensions under
+    its prefix; the dashboard points Solara there when the environment has none of its own."""
+    import sys
+
+    from fedgame.viz.serve import base_prefix_env
+
+    base, venv = tmp_path / "base", tmp_path / "venv"
+    for folder in ("share/solara/cdn", "share/jupyter/nbextensions", "etc/jupyter/nbconfig"):
+        (base / folder).mkdir(parents=True)
+        (base / folder / "file").write_text("x")
+    (venv / "share/solara/cdn").mkdir(parents=True)  # Solara makes it, empty, on a first start
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(sys, "base_prefix", str(base))
+    monkeypatch.setenv("JUPYTER_PATH", "/elsewhere")
+    monkeypatch.delenv("JUPYTER_CONFIG_PATH", raising=False)
+    assert base_prefix_env() == {
+        "SOLARA_ASSETS_PROXY_CACHE_DIR": str(base / "share/solara/cdn"),
+        "JUPYTER_PATH": f"/elsewhere{os.pathsep}{base / 'share/jupyter'}",
+        "JUPYTER_CONFIG_PATH": str(base / "etc/jupyter"),
+    }
+    (venv / "share/solara/cdn" / "own").write_text("x")  # the environment's own files win
+    assert "SOLARA_ASSETS_PROXY_CACHE_DIR" not in base_prefix_env()
+    monkeypatch.setattr(sys, "prefix", str(base))  # not a virtual environment
+    assert base_prefix_env() == {}
