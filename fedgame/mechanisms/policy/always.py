@@ -45,7 +45,4 @@ class AlwaysParticipate:
             column_of(clients, "epsilon_total"),
         )
         eps = np.where(ok, column_of(clients, "epsilon_round"), np.nan)
-        reason = None  # all take part: no reasons
-        if not ok.all():
-            reason = np.where(ok, "", "budget").astype(object)
-        return Responses(ids_of(clients), ok, eps, reason=reason)
+        return Responses(ids_of(clients), ok, eps, why="budget")
