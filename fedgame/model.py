@@ -300,9 +300,11 @@ class FedGameModel(mesa.Model):
             excluded = np.fromiter(offer.excluded, np.int64, len(offer.excluded))
             table.decline_reason[excluded] = "excluded"
             eligible[excluded] = False
-        table.decline_reason[~table.link_up] = "unreachable"
+        everyone = bool(eligible.all())
+        if not everyone:
+            table.decline_reason[~table.link_up] = "unreachable"
         for group in self.groups:
-            ids = group.ids[eligible[group.ids]]
+            ids = group.ids if everyone else group.ids[eligible[group.ids]]
             if len(ids) == 0:
                 continue
             if group.batched:

@@ -188,15 +188,17 @@ class ClientTable:
         """
         ids = responses.ids
         cols = self.columns
-        cols["participating"][ids] = responses.participate
-        cols["response_epsilon"][ids] = responses.epsilon
-        cols["response_rho"][ids] = responses.rho
+        # every client, in order: slices write faster than fancy indexing
+        rows = slice(None) if np.array_equal(ids, cols["client_id"]) else ids
+        cols["participating"][rows] = responses.participate
+        cols["response_epsilon"][rows] = responses.epsilon
+        cols["response_rho"][rows] = responses.rho
         if fresh:
             positions, reasons = responses.stated_reasons()
             if positions.size:
                 cols["decline_reason"][ids[positions]] = reasons
         else:
-            cols["decline_reason"][ids] = responses.reason
+            cols["decline_reason"][rows] = responses.reason
 
     def responses(self, ids: np.ndarray | Sequence[int] | None = None) -> Responses:
         """This round's responses of ``ids`` (default: every client), columnar and iterable

@@ -38,11 +38,12 @@ class AlwaysParticipate:
         self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
     ) -> Responses:
         """``respond`` for every client of ``clients`` at once."""
+        epsilon_round = column_of(clients, "epsilon_round")
         ok = can_afford(
             column_of(clients, "epsilon_after_next"),
             column_of(clients, "epsilon_spent"),
-            column_of(clients, "epsilon_round"),
+            epsilon_round,
             column_of(clients, "epsilon_total"),
         )
-        eps = np.where(ok, column_of(clients, "epsilon_round"), np.nan)
+        eps = np.where(ok, epsilon_round, np.nan)
         return Responses(ids_of(clients), ok, eps, why="budget")
