@@ -301,13 +301,16 @@ class FedGameModel(mesa.Model):
             excluded = np.fromiter(offer.excluded, np.int64, len(offer.excluded))
             table.decline_reason[excluded] = "excluded"
             eligible[excluded] = False
-        table.decline_reason[~table.link_up] = "unreachable"
+        everyone = bool(eligible.all())
+        if not everyone:
+            table.decline_reason[~table.link_up] = "unreachable"
         for group in self.groups:
-            ids = group.ids[eligible[group.ids]]
+            ids = group.ids if everyone else group.ids[eligible[group.ids]]
             if len(ids) == 0:
                 continue
             if group.batched:
-                views = table.views(ids)
+                # ids are sorted and distinct: all N of them are every client (plain copies)
+                views = table.views() if len(ids) == len(table) else table.views(ids)
                 responses = group.agent_type.policy.respond_all(offer, clients=views, market=market)
             else:
                 clients = self.clients
@@ -316,7 +319,7 @@ class FedGameModel(mesa.Model):
                 raise RuntimeError(
                     f"{group.agent_type.__name__} answered for other clients than it was asked"
                 )
-            table.record_responses(responses)
+            table.record_responses(responses, fresh=True)
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""
@@ -480,7 +483,7 @@ class FedGameModel(mesa.Model):
         self.previous = RoundRecord(
             self.state.info.round,
             float(self.state.offer.reward),
-            self.table.responses(self.table.client_id),
+            self.table.responses(),
             self.state.selected[self.state.uploaded],
         )
         if self.monitor.stop_requested:

@@ -18,6 +18,9 @@ import numpy as np
 from fedgame.agents.schema import VIEW_FIELDS, ClientView
 from fedgame.game.rules import GameRules
 
+#: the field names a plug-in may read (``ClientViews.column``)
+_VIEW_NAMES = frozenset(VIEW_FIELDS)
+
 
 class ClientViews(Sequence[ClientView]):
     """A round's views of some clients: a sequence of ``ClientView`` with column access.
@@ -50,7 +53,7 @@ class ClientViews(Sequence[ClientView]):
         Raises:
             KeyError: ``name`` is not a ``ClientView`` field (the message lists them).
         """
-        if name not in VIEW_FIELDS:
+        if name not in _VIEW_NAMES:
             raise KeyError(
                 f"{name!r} is not a client view field; plug-ins may read: {', '.join(VIEW_FIELDS)}"
             )
@@ -179,10 +182,14 @@ class Responses(Sequence[Response]):
     """Followers' moves as columns (what a policy's batched ``respond_all`` returns).
 
     Iterating yields ``Response`` objects; ``ids`` and ``column(name)`` give the arrays
-    (``participate``, ``epsilon``, ``rho``, ``reason``).
+    (``participate``, ``epsilon``, ``rho``, ``reason``). The reasons may be given in full
+    (``reason``: one string per client, or one for all) or as ``why``: the reason of every
+    client that does not take part (the others have none). Then the object column of
+    reasons is built only when read, and ``stated_reasons`` finds the declines without
+    reading it (a round of N batched answers costs no Python-object pass over N).
     """
 
-    __slots__ = ("_ids", "epsilon", "participate", "reason", "rho")
+    __slots__ = ("_ids", "_reason", "_why", "epsilon", "participate", "rho")
 
     def __init__(
         self,
@@ -190,14 +197,19 @@ class Responses(Sequence[Response]):
         participate: np.ndarray,
         epsilon: np.ndarray | None = None,
         rho: np.ndarray | None = None,
-        reason: np.ndarray | None = None,
+        reason: np.ndarray | str | None = None,
+        *,
+        why: str | None = None,
     ) -> None:
+        if reason is not None and why is not None:
+            raise ValueError("give reason (every client's) or why (the decliners'), not both")
         n = len(ids)
         self._ids = np.asarray(ids, dtype=np.int64)
         self.participate = as_column(participate, n, bool)
         self.epsilon = as_column(epsilon, n, float, math.nan)
         self.rho = as_column(rho, n, float, math.nan)
-        self.reason = as_column(reason, n, object, "")
+        self._reason = None if reason is None else as_column(reason, n, object)
+        self._why = why or None
 
     @classmethod
     def of(cls, responses: Sequence[Response]) -> Responses:
@@ -213,6 +225,25 @@ class Responses(Sequence[Response]):
     @property
     def ids(self) -> np.ndarray:
         return self._ids
+
+    @property
+    def reason(self) -> np.ndarray:
+        """Every client's reason (``""`` when none), as an object column."""
+        if self._reason is None:
+            reason = filled_objects(len(self._ids), "")
+            if self._why is not None:
+                reason[~self.participate] = self._why
+            self._reason, self._why = reason, None
+        return self._reason
+
+    def stated_reasons(self) -> tuple[np.ndarray, np.ndarray | str]:
+        """``(positions, reasons)`` of the responses whose reason is not empty."""
+        if self._why is not None:
+            return np.flatnonzero(~self.participate), self._why
+        if self._reason is None:
+            return np.zeros(0, dtype=np.int64), ""
+        positions = np.flatnonzero(self._reason.astype(bool))
+        return positions, self._reason[positions]
 
     def column(self, name: str) -> np.ndarray:
         if name == "client_id":
@@ -236,14 +267,19 @@ class Responses(Sequence[Response]):
                 self.participate[index],
                 self.epsilon[index],
                 self.rho[index],
-                self.reason[index],
+                None if self._reason is None else self._reason[index],
+                why=self._why,
             )
+        if self._reason is not None:
+            reason = str(self._reason[index])
+        else:
+            reason = "" if self.participate[index] or self._why is None else self._why
         return Response(
             int(self._ids[index]),
             participate=bool(self.participate[index]),
             epsilon=float(self.epsilon[index]),
             rho=float(self.rho[index]),
-            reason=str(self.reason[index]),
+            reason=reason,
         )
 
     def __iter__(self) -> Iterator[Response]:
@@ -253,12 +289,24 @@ class Responses(Sequence[Response]):
 def as_column(values: Any, n: int, dtype: Any, default: Any = None) -> np.ndarray:
     """``values`` (``default`` when None) as an ``[n]`` array: no copy when it already is
     one, filled with the value when it is a scalar."""
-    array: np.ndarray = np.asarray(default if values is None else values, dtype=dtype)
+    value = default if values is None else values
+    if dtype is object and isinstance(value, str):
+        return filled_objects(n, value)
+    array: np.ndarray = np.asarray(value, dtype=dtype)
     if array.shape == (n,):
         return array
     if array.size == 1:
+        if dtype is object:
+            return filled_objects(n, array.reshape(()).item())
         return np.full(n, array.reshape(()), dtype=array.dtype)  # faster than a broadcast
     raise ValueError(f"expected {n} values or one, got shape {array.shape}")
+
+
+def filled_objects(n: int, value: Any) -> np.ndarray:
+    """An object column of ``n`` times ``value`` (``np.full`` is several times slower)."""
+    out = np.empty(n, dtype=object)
+    out.fill(value)
+    return out
 
 
 class ClientValues(Mapping[int, float]):

@@ -180,26 +180,35 @@ class ClientTable:
         return ClientViews(self, np.asarray(ids, dtype=np.int64))
 
     # ------------------------------------------------------------------ responses
-    def record_responses(self, responses: Responses) -> None:
-        """Store the followers' moves of this round (phase 3)."""
+    def record_responses(self, responses: Responses, *, fresh: bool = False) -> None:
+        """Store the followers' moves of this round (phase 3).
+
+        ``fresh``: the rows still hold the round's defaults (no reason yet), so only the
+        stated reasons are written (the round's phase 3 asks each client once).
+        """
         ids = responses.ids
         cols = self.columns
-        cols["participating"][ids] = responses.participate
-        cols["decline_reason"][ids] = responses.reason
-        cols["response_epsilon"][ids] = responses.epsilon
-        cols["response_rho"][ids] = responses.rho
+        # every client, in order: slices write faster than fancy indexing
+        rows = slice(None) if np.array_equal(ids, cols["client_id"]) else ids
+        cols["participating"][rows] = responses.participate
+        cols["response_epsilon"][rows] = responses.epsilon
+        cols["response_rho"][rows] = responses.rho
+        if fresh:
+            positions, reasons = responses.stated_reasons()
+            if positions.size:
+                cols["decline_reason"][ids[positions]] = reasons
+        else:
+            cols["decline_reason"][rows] = responses.reason
 
-    def responses(self, ids: np.ndarray | Sequence[int]) -> Responses:
-        """This round's responses of ``ids`` (columnar, iterable as ``Response`` objects)."""
-        ids = np.asarray(ids, dtype=np.int64)
+    def responses(self, ids: np.ndarray | Sequence[int] | None = None) -> Responses:
+        """This round's responses of ``ids`` (default: every client), columnar and iterable
+        as ``Response`` objects (copies of the columns)."""
         cols = self.columns
-        return Responses(
-            ids,
-            cols["participating"][ids],
-            cols["response_epsilon"][ids],
-            cols["response_rho"][ids],
-            cols["decline_reason"][ids],
-        )
+        names = ("participating", "response_epsilon", "response_rho", "decline_reason")
+        if ids is None:
+            return Responses(cols["client_id"].copy(), *(cols[name].copy() for name in names))
+        ids = np.asarray(ids, dtype=np.int64)
+        return Responses(ids, *(cols[name][ids] for name in names))
 
     def response(self, client_id: int) -> Response:
         return self.responses([client_id])[0]

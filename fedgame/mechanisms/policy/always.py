@@ -38,14 +38,12 @@ class AlwaysParticipate:
         self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
     ) -> Responses:
         """``respond`` for every client of ``clients`` at once."""
+        epsilon_round = column_of(clients, "epsilon_round")
         ok = can_afford(
             column_of(clients, "epsilon_after_next"),
             column_of(clients, "epsilon_spent"),
-            column_of(clients, "epsilon_round"),
+            epsilon_round,
             column_of(clients, "epsilon_total"),
         )
-        eps = np.where(ok, column_of(clients, "epsilon_round"), np.nan)
-        reason = None  # all take part: no reasons
-        if not ok.all():
-            reason = np.where(ok, "", "budget").astype(object)
-        return Responses(ids_of(clients), ok, eps, reason=reason)
+        eps = np.where(ok, epsilon_round, np.nan)
+        return Responses(ids_of(clients), ok, eps, why="budget")

@@ -218,5 +218,4 @@ class FixedRho:
     ) -> Responses:
         """Everyone at ``rho`` unless it is more than what is left (reason ``budget``)."""
         ok = rho_left(clients) >= self.rho * (1 - _SLACK)
-        reason = None if ok.all() else np.where(ok, "", "budget").astype(object)
-        return Responses(ids_of(clients), ok, rho=np.where(ok, self.rho, math.nan), reason=reason)
+        return Responses(ids_of(clients), ok, rho=np.where(ok, self.rho, math.nan), why="budget")

@@ -124,8 +124,7 @@ class Learning:
         ids = ids_of(clients)
         reward = float(offer.reward)
         if reward <= 0 or not ids.size:
-            none = np.full(ids.size, "no_reward", dtype=object)
-            return Responses(ids, np.zeros(ids.size, dtype=bool), reason=none)
+            return Responses(ids, np.zeros(ids.size, dtype=bool), why="no_reward")
         cfg, st = self.config, self.state
         st.ensure(int(ids.max()))
         phi = float(offer.plan.get("phi", 1.0))
@@ -143,8 +142,7 @@ class Learning:
         st.x[ids], st.rho[ids] = x, rho
         st.reward[ids], st.participations[ids] = reward, done
         ok = rho <= rho_left(clients)
-        reason = None if ok.all() else np.where(ok, "", "budget").astype(object)
-        return Responses(ids, ok, rho=np.where(ok, rho, math.nan), reason=reason)
+        return Responses(ids, ok, rho=np.where(ok, rho, math.nan), why="budget")
 
     def _start(
         self, ids: np.ndarray, nu: np.ndarray, phi: float, offer: Offer, market: MarketView
@@ -181,7 +179,8 @@ class Learning:
             cumulative += payoffs
             st.payoffs[ids] = cumulative
             weights = hedge_weights(cumulative, eta)
-            st.x[ids] = (weights @ self.grid) / (phi * nu)
+            # a row-wise sum, not a matrix product: the same bits for one client or many
+            st.x[ids] = (weights * self.grid).sum(axis=-1) / (phi * nu)
             return
         st.x[ids] = log_gradient_step(
             st.x[ids],
