@@ -220,8 +220,9 @@ def expected_delivery_equilibrium(
     agree when p ≡ 1, and the exact budgets are a little larger since the share is convex in
     S_-i). Solved as ρ = BR(ρ) with Powell's hybrid method (``scipy.optimize.root``) from the
     certainty equivalent (simultaneous best responses oscillate); where that fails (the map
-    is not smooth where a player leaves the active set), by Gauss-Seidel sweeps (one player
-    at a time answers the latest budgets; slower, but each sweep raises no one's regret).
+    is not smooth where a player leaves the active set), by damped Gauss-Seidel sweeps (one
+    player at a time moves halfway to its best response to the latest budgets; undamped
+    sweeps can cycle between a marginal player's entering and leaving).
     The largest |ρ − BR(ρ)| must end below 1000·``tol``·Σρ. At most
     :data:`MAX_EXACT_PLAYERS` players.
     """
@@ -249,7 +250,8 @@ def expected_delivery_equilibrium(
             return rho
         for i in range(n):
             rivals = outcomes @ rho - outcomes[:, i] * rho[i]
-            rho[i] = _root(rivals[:, None], prob, reward=reward, cost=phi * nu_arr[i : i + 1])[0]
+            answer = _root(rivals[:, None], prob, reward=reward, cost=phi * nu_arr[i : i + 1])[0]
+            rho[i] += 0.5 * (answer - rho[i])  # damped: undamped sweeps can 2-cycle
         residual = float(np.abs(excess(rho)).max())
     raise FedGameError(
         f"expected_delivery_equilibrium: no fixed point after {max_sweeps} sweeps (largest "

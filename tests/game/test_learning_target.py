@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fedgame.errors import ScenarioError
@@ -48,13 +48,33 @@ def _exact_utility(rho, i, nu, p, reward):
     st.lists(st.tuples(st.floats(0.5, 2.0), st.floats(0.5, 1.0)), min_size=2, max_size=5),
     st.floats(0.5, 5.0),
 )
+@example(  # undamped Gauss-Seidel sweeps 2-cycled here (player 0 entering and leaving)
+    players=[
+        (1.8621996689933047, 0.5),
+        (1.6965621105846582, 0.5),
+        (1.4278210548512964, 0.5),
+        (0.6875, 0.9765625),
+        (0.8125, 0.875),
+    ],
+    reward=1.0,
+)
+@example(  # a best-response gap of 1.4e-9 at Σρ = 1.6: within the solver's tolerance
+    players=[
+        (0.6674530140537471, 0.974667307574373),
+        (1.6965621105846582, 0.5),
+        (1.8621996689933047, 0.5),
+        (0.8117598386090102, 0.85),
+    ],
+    reward=2.456516154824953,
+)
 def test_no_player_gains_by_deviating_in_the_exact_game(players, reward):
     """Checked with contest.exact_expected_share, an independent enumeration."""
     nu = np.array([v for v, _ in players])
     p = np.array([q for _, q in players])
     rho = expected_delivery_equilibrium(nu, reward=reward, p=p)
+    # the solver's guarantee: every best-response gap below 1e-9·Σρ
     assert expected_best_responses(rho, nu, reward=reward, phi=1.0, p=p) == pytest.approx(
-        rho, abs=1e-9
+        rho, abs=1e-9 * max(rho.sum(), 1e-300)
     )
     for i in range(nu.size):
         here = _exact_utility(rho, i, nu, p, reward)
