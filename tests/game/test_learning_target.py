@@ -58,6 +58,16 @@ def _exact_utility(rho, i, nu, p, reward):
     ],
     reward=1.0,
 )
+@example(  # undamped sweeps ended with a best-response gap of 0.0064 here
+    players=[
+        (1.27289730559654, 1.0),
+        (1.5099087683271242, 1.0),
+        (0.9429, 0.8148279910709715),
+        (0.5625, 0.875),
+        (0.5625, 0.875),
+    ],
+    reward=1.0,
+)
 @example(  # a best-response gap of 1.4e-9 at Σρ = 1.6: within the solver's tolerance
     players=[
         (0.6674530140537471, 0.974667307574373),
