@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fedgame.errors import ScenarioError
-from fedgame.game.memo import ArrayMemo, array_key
+from fedgame.game.memo import MAX_ELEMENTS, ArrayMemo, array_key
 from fedgame.game.stackelberg import active_coefficients, feasible_set
 from fedgame.mechanisms.policy.market import _epsilon_to_zcdp, epsilon_to_zcdp
 
@@ -70,3 +70,18 @@ def test_remembered_active_sets_match_and_bad_input_still_fails():
     for _ in range(2):
         with pytest.raises(ScenarioError):
             feasible_set(np.array([1.0, -1.0]))
+
+
+def test_large_inputs_are_computed_every_time():
+    memo = ArrayMemo()
+    big = np.zeros(MAX_ELEMENTS + 1)
+    assert array_key(big) is None
+    calls: list[int] = []
+
+    def run() -> np.ndarray:
+        calls.append(1)
+        return big[:3] + 1.0
+
+    for _ in range(2):
+        np.testing.assert_array_equal(memo.get(array_key(big), run), np.ones(3))
+    assert len(calls) == 2 and not memo._store
