@@ -45,9 +45,14 @@ _BRACKET = 80.0
 
 
 def _vector(key: str, value: ArrayLike | None, n: int, default: float) -> np.ndarray:
+    """``value`` as a length-``n`` float array (read only: a float array of that shape is
+    returned as it is, without a copy), ``default`` everywhere when None; NaN is refused."""
     if value is None:
         return np.full(n, default)
-    arr = np.broadcast_to(np.asarray(value, dtype=float), (n,)).astype(float)
+    if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.shape == (n,):
+        arr = value
+    else:
+        arr = np.broadcast_to(np.asarray(value, dtype=float), (n,)).astype(float)
     if np.any(np.isnan(arr)):
         raise ScenarioError(key, arr.tolist(), "numbers, not NaN")
     return arr
@@ -60,7 +65,8 @@ def _check_nu(nu: ArrayLike) -> np.ndarray:
     return arr
 
 
-def _delivery(p: ArrayLike | None, n: int) -> np.ndarray:
+def delivery_probabilities(p: ArrayLike | None, n: int) -> np.ndarray:
+    """Delivery probabilities p_i in (0, 1] as a length-n array (None: all 1)."""
     arr = _vector("p", p, n, 1.0)
     if np.any((arr <= 0) | (arr > 1)):
         raise ScenarioError("p", arr.tolist(), "delivery probabilities in (0, 1]")
@@ -135,7 +141,7 @@ def contest_equilibrium(
         raise ScenarioError("reward", reward, "a finite number >= 0")
     if not np.isfinite(phi) or phi <= 0:
         raise ScenarioError("phi", phi, "a finite number > 0")
-    p_arr = _delivery(p, n)
+    p_arr = delivery_probabilities(p, n)
     cap = _vector("caps", caps, n, np.inf)
     if np.any(cap < 0):
         raise ScenarioError("caps", cap.tolist(), "budget caps >= 0")
@@ -217,7 +223,22 @@ def best_responses(
     rho = np.asarray(rho, dtype=float)
     nu = np.asarray(nu, dtype=float)
     n = rho.size
-    s = rivals(rho, _delivery(p, n))
+    s = rivals(rho, delivery_probabilities(p, n))
+    return responses_to(s, nu, reward=reward, phi=phi, caps=caps, quadratic=quadratic)
+
+
+def responses_to(
+    s: np.ndarray,
+    nu: np.ndarray,
+    *,
+    reward: float,
+    phi: float,
+    caps: ArrayLike | None,
+    quadratic: bool,
+) -> np.ndarray:
+    """Each player's best response to its rivals' expected delivered total ``s``
+    (:func:`best_responses` once ``s`` is known)."""
+    n = s.size
     cap = _vector("caps", caps, n, np.inf)
     if not quadratic:
         return np.clip(np.sqrt(reward * s / (phi * nu)) - s, 0.0, cap)
@@ -245,8 +266,25 @@ def expected_utilities(
     """
     rho = np.asarray(rho, dtype=float)
     nu = np.asarray(nu, dtype=float)
-    p_arr = _delivery(p, rho.size)
-    s = rivals(rho, p_arr)
+    p_arr = delivery_probabilities(p, rho.size)
+    return utilities_at(
+        rho, rivals(rho, p_arr), nu, reward=reward, phi=phi, p=p_arr, quadratic=quadratic
+    )
+
+
+def utilities_at(
+    rho: np.ndarray,
+    s: np.ndarray,
+    nu: np.ndarray,
+    *,
+    reward: float,
+    phi: float,
+    p: np.ndarray,
+    quadratic: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`expected_utilities` once the rivals' totals ``s`` and the delivery
+    probabilities ``p`` (an array) are known."""
+    p_arr = p
     total = rho + s
     share = np.divide(rho, total, out=np.zeros(rho.size), where=total > 0)
     payment = p_arr * reward * share

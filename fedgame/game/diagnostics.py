@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fedgame.game.contest import best_responses, expected_utilities, rivals
+from fedgame.game.contest import delivery_probabilities, responses_to, rivals, utilities_at
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,10 @@ def nash_gaps(
     n = rho.size
     if n == 0 or reward <= 0:
         return Gaps(np.zeros(n), np.zeros(n))
-    p_arr = np.ones(n) if p is None else np.asarray(p, dtype=float)
-    now, paid_now = expected_utilities(
-        rho, nu, reward=reward, phi=phi, p=p_arr, quadratic=quadratic
-    )
-    br = best_responses(rho, nu, reward=reward, phi=phi, p=p_arr, caps=caps, quadratic=quadratic)
-    s = rivals(rho, p_arr)
+    p_arr = delivery_probabilities(np.ones(n) if p is None else np.asarray(p, dtype=float), n)
+    s = rivals(rho, p_arr)  # once: the utilities and best responses share it
+    now, paid_now = utilities_at(rho, s, nu, reward=reward, phi=phi, p=p_arr, quadratic=quadratic)
+    br = responses_to(s, nu, reward=reward, phi=phi, caps=caps, quadratic=quadratic)
     cost_br = phi * nu * (br * br if quadratic else br)
     share_br = np.divide(br, br + s, out=np.zeros(n), where=(br + s) > 0)
     paid_br = np.where(s > 0, p_arr * reward * share_br, p_arr * reward)

@@ -23,6 +23,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from fedgame.errors import ScenarioError
+from fedgame.game.memo import ArrayMemo, array_key
+
+#: the last active sets and Theorem 1 constants (the leader, the followers and the round
+#: check ask for the same ν every round; :mod:`fedgame.game.memo`)
+_FEASIBLE = ArrayMemo()
+_ACTIVE = ArrayMemo()
 
 
 def _positive_vector(key: str, value: ArrayLike) -> np.ndarray:
@@ -61,6 +67,11 @@ def feasible_set(nu: ArrayLike) -> np.ndarray:
     exactly when the run's first prefix does, so ties at the top leave together. Two clients
     are always feasible; N ≤ 1 gives an all-False mask (no contest). O(N log N).
     """
+    arr = np.asarray(nu, dtype=float)
+    return _FEASIBLE.get(array_key(arr), lambda: _feasible_set(nu))
+
+
+def _feasible_set(nu: ArrayLike) -> np.ndarray:
     nu = _positive_vector("nu", nu)
     if nu.size < 2:
         return np.zeros(nu.size, dtype=bool)
@@ -73,6 +84,11 @@ def feasible_set(nu: ArrayLike) -> np.ndarray:
 
 def active_coefficients(nu: ArrayLike, *, phi: float) -> np.ndarray:
     """Theorem 1 constants on the active set, 0 outside it (Eq. 20 with N → k, note §4.1)."""
+    arr = np.asarray(nu, dtype=float)
+    return _ACTIVE.get(array_key(arr, phi), lambda: _active_coefficients(nu, phi))
+
+
+def _active_coefficients(nu: ArrayLike, phi: float) -> np.ndarray:
     nu = _positive_vector("nu", nu)
     active = feasible_set(nu)
     coeff = np.zeros(nu.size)

@@ -14,16 +14,29 @@ from typing import Any
 
 import numpy as np
 
+from fedgame.game.memo import ArrayMemo, array_key
 from fedgame.views import MarketView, Offer, column_of, ids_of
 
 
 def epsilon_to_zcdp(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """ρ(ε) = (ε / (sqrt(L + ε) + sqrt(L)))², L = ln(1/δ), elementwise (inf stays inf)."""
-    log_term = np.log(1.0 / np.asarray(delta, dtype=float))
-    eps = np.maximum(np.asarray(epsilon, dtype=float), 0.0)
+    """ρ(ε) = (ε / (sqrt(L + ε) + sqrt(L)))², L = ln(1/δ), elementwise (inf stays inf).
+
+    Remembers its last answers (:mod:`fedgame.game.memo`): the leader, each behaviour and
+    the round check convert the same budget columns several times a round."""
+    epsilon, delta = np.asarray(epsilon, dtype=float), np.asarray(delta, dtype=float)
+    return _ZCDP.get(array_key(epsilon, delta), lambda: _epsilon_to_zcdp(epsilon, delta))
+
+
+def _epsilon_to_zcdp(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    log_term = np.log(1.0 / delta)
+    eps = np.maximum(epsilon, 0.0)
     with np.errstate(invalid="ignore"):
         rho = (eps / (np.sqrt(log_term + eps) + np.sqrt(log_term))) ** 2
     return np.where(np.isinf(eps), np.inf, rho)
+
+
+#: the last conversions (total budgets and spent ones, for the market and each behaviour)
+_ZCDP = ArrayMemo(size=8)
 
 
 def rho_left(clients: Sequence[Any]) -> np.ndarray:
