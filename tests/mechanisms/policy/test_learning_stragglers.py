@@ -5,7 +5,14 @@ hundreds of rounds; each update arrives independently with probability 0.8 (a se
 generator), the leader broadcasts the delivered Σρ and a client knows whether it delivered
 (its ``participations`` grew). The target is
 :func:`fedgame.game.learning.expected_delivery_equilibrium`; the certainty-equivalent
-equilibrium the model's ``eq_distance`` uses is 5.2% away from it here.
+equilibrium the model's ``eq_distance`` uses is 5.2% away from it here. The distances at
+each of ``CHECKS`` (rule and step as in ``Learning.Config``)::
+
+    python -c "import sys; sys.path.insert(0, 'tests/mechanisms/policy')
+    from test_learning_stragglers import *; import numpy as np
+    ex = expected_delivery_equilibrium(NU, reward=REWARD, p=np.full(10, DELIVERY))
+    s = play(Learning.Config(rule='hedge'), 800)
+    print({t: round(distance(s[t], ex), 3) for t in CHECKS})"
 """
 
 from __future__ import annotations
