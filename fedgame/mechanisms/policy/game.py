@@ -91,7 +91,10 @@ class _PerRound:
     def respond_all(
         self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
     ) -> Responses:
-        raise NotImplementedError
+        """Every client of ``clients``'s budget in the round's solution (columns)."""
+        _, rho, codes = self.solved(offer, market)
+        ids = ids_of(clients)
+        return _answer(ids, rho[ids], codes[ids])
 
 
 #: reason codes of the per-round solution (index into REASONS)
@@ -144,14 +147,6 @@ class BestResponse(_PerRound):
             codes[:] = _NO_REWARD
         return contest, contest.by_id(rho), contest.by_id(codes).astype(int)
 
-    def respond_all(
-        self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
-    ) -> Responses:
-        """Every client of ``clients``'s equilibrium budget (columns)."""
-        _, rho, codes = self.solved(offer, market)
-        ids = ids_of(clients)
-        return _answer(ids, rho[ids], codes[ids])
-
 
 @register("policy", "budget_aware")
 class BudgetAware(_PerRound):
@@ -189,14 +184,6 @@ class BudgetAware(_PerRound):
             codes[:] = _NO_REWARD
         codes[contest.left < self.min_rho] = _BUDGET
         return contest, contest.by_id(rho), contest.by_id(codes).astype(int)
-
-    def respond_all(
-        self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
-    ) -> Responses:
-        """Every client of ``clients``'s capped equilibrium budget (columns)."""
-        _, rho, codes = self.solved(offer, market)
-        ids = ids_of(clients)
-        return _answer(ids, rho[ids], codes[ids])
 
 
 @register("policy", "fixed")
