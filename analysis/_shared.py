@@ -316,6 +316,30 @@ class Report:
         return out
 
 
+def save_figure(
+    fig: Any,
+    path: Path,
+    *,
+    legend_from: Any,
+    ncol: int,
+    rect: tuple[float, float, float, float],
+    dpi: int,
+    title: str | None = None,
+) -> Path:
+    """Save ``fig`` with one shared legend (``legend_from``'s entries) under the panels and an
+    optional title, laid out inside ``rect``; closes the figure."""
+    import matplotlib.pyplot as plt
+
+    handles, labels = legend_from.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=9, frameon=False)
+    if title is not None:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=rect)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
 def main(body: Callable[[], None]) -> None:
     """Run ``body``; bad input (``FedGameError``) is one line on stderr and exit code 2."""
     try:

@@ -244,13 +244,10 @@ def figure(results: list[dict[str, Any]], lams: list[float], path: Any) -> Any:
             ax.set_xlabel("round")
             ax.grid(alpha=0.3)
     n = len({r["summary"]["seed"] for r in results})
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, frameon=False)
-    fig.suptitle(f"QI-DPFL populations: mean ± 95% CI over {n} seeds", fontsize=11)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.96))
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    title = f"QI-DPFL populations: mean ± 95% CI over {n} seeds"
+    return _shared.save_figure(
+        fig, path, legend_from=axes[0, 0], ncol=3, rect=(0, 0.07, 1, 0.96), dpi=100, title=title
+    )
 
 
 if __name__ == "__main__":

@@ -258,17 +258,11 @@ def outcome_figure(runs: Any, plain: Any, path: Any) -> Any:
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("straggle probability per client (regional outages on top)")
         ax.grid(alpha=0.3)
-    handles, labels = axes[2].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, frameon=False)
     n = runs.groupby(KEYS).size().min()
-    fig.suptitle(
-        f"QI-DPFL game under stragglers and regional outages: mean ± 95% CI over {n} replicates",
-        fontsize=11,
+    title = f"QI-DPFL game under stragglers and regional outages: mean ± 95% CI over {n} replicates"
+    return _shared.save_figure(
+        fig, path, legend_from=axes[2], ncol=3, rect=(0, 0.1, 1, 0.95), dpi=110, title=title
     )
-    fig.tight_layout(rect=(0, 0.1, 1, 0.95))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def trajectory_figure(rounds: Any, path: Any) -> Any:
@@ -305,12 +299,9 @@ def trajectory_figure(rounds: Any, path: Any) -> Any:
             ax.set_title(f"{topo}: {label} (mean over replicates)", fontsize=10)
             ax.set_xlabel("round")
             ax.grid(alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(probs), fontsize=9, frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _shared.save_figure(
+        fig, path, legend_from=axes[0, 0], ncol=len(probs), rect=(0, 0.07, 1, 1), dpi=100
+    )
 
 
 if __name__ == "__main__":
