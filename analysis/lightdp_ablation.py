@@ -31,6 +31,7 @@ import lightdp
 NAME = "lightdp_ablation"
 DEFAULTS = _shared.Defaults(seeds=3, rounds=30, quick_seeds=2, quick_rounds=5)
 PAIR = ("ldp", "lightdp")
+NO_DP = "no DP"
 SMPC = "ideal_smpc"
 
 #: fedgame's default setting of analysis/lightdp.py (its Fig. 3 cell at ε = 3)
@@ -70,8 +71,15 @@ ROWS = (
     Row("b32", "batch 32, lr 0.05 (the paper's)", BASE | {"batch": 32, "lr": 0.05}),
     Row("t150", "T = 150 (the paper's)", BASE | {"rounds": 150}),
     Row("clip16", "clip C = 16 (Δ × 4)", BASE | {"clip": 16.0}),
+    Row(
+        "dclose",
+        "digits closest: shards, batch 32, lr 0.05, T = 150 (three changes)",
+        BASE | {"partition": SHARDS, "batch": 32, "lr": 0.05, "rounds": 150},
+        smpc=True,
+    ),
     Row("fm_mlp", "full Fashion-MNIST + MLP for digits + logreg", BASE | FM_MLP),
     Row("close", "closest: F-MNIST + MLP, shards, batch 32, lr 0.05", CLOSE, smpc=True),
+    Row("close_logreg", "closest, logistic regression for the MLP", CLOSE | {"model": "logreg"}),
     Row("close_6k", "closest, 6k training samples (|D_i| = 120, Δ × 10)", CLOSE | {"train": 6000}),
 )
 #: rows of ``--quick`` (a smoke run on the digits)
@@ -99,7 +107,8 @@ def scenario_of(setting: dict[str, Any], scheme: str, seed: int, args: Any) -> d
     d = lightdp.scenario(cell | {"failures": False, "seed": seed}, setup)
     d["model"] = {"kind": setting["model"]}
     d["training"] |= {"batch_size": setting["batch"], "lr": setting["lr"]}
-    d["privacy"]["clip"] = setting["clip"]
+    if scheme != NO_DP:
+        d["privacy"]["clip"] = setting["clip"]
     return _shared.apply_sets(d, args.overrides)
 
 
@@ -111,7 +120,7 @@ def rounds_of(setting: dict[str, Any], args: Any) -> int:
 
 def jobs_of(row: Row, args: Any) -> list[dict[str, Any]]:
     seeds = args.seeds if args.quick or row.seeds is None else max(row.seeds, args.seeds)
-    schemes = (*PAIR, SMPC) if row.smpc else PAIR
+    schemes = (NO_DP, *PAIR, SMPC) if row.smpc else (NO_DP, *PAIR)
     return [
         {"row": row.key, "scheme": s, "seed": seed}
         | {"scenario": scenario_of(row.setting, s, seed, args)}
@@ -151,7 +160,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     with recording_update_norms(norms):
         result = _shared.simulate(job["scenario"])
     r = result.rounds
-    var = r["residual_noise_var"].to_numpy(float)[-len(norms) :]
+    var = r["residual_noise_var"].to_numpy(float) if "residual_noise_var" in r else np.zeros(0)
+    var = var[-len(norms) :] if norms else np.zeros(0)
     signal = np.array([n for n, _ in norms])
     d = norms[0][1] if norms else 0
     ok = np.isfinite(var) & (signal > 0)
@@ -159,7 +169,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     return {k: job[k] for k in ("row", "scheme", "seed")} | {
         "accuracy": 100 * float(r["test_accuracy"].iloc[-1]),
         "d": d,
-        "noise_var": float(np.nanmean(var)),
+        "noise_var": float(np.nanmean(var)) if var.size else float("nan"),
         "update_norm": float(signal.mean()) if signal.size else float("nan"),
         "nsr": float(nsr.mean()) if nsr.size else float("nan"),
         "status": result.manifest["status"],
@@ -209,7 +219,7 @@ def summarise(report: _shared.Report, rows: list[Row], args: Any) -> None:
     out = []
     for row in rows:
         sel = df[df.row == row.key]
-        ldp, lit, smpc = (sel[sel.scheme == s] for s in (*PAIR, SMPC))
+        free, ldp, lit, smpc = (sel[sel.scheme == s] for s in (NO_DP, *PAIR, SMPC))
         gap_smpc = (
             paired_difference(list(smpc.accuracy), list(lit.accuracy)).format()
             if len(smpc)
@@ -223,6 +233,7 @@ def summarise(report: _shared.Report, rows: list[Row], args: Any) -> None:
                 describe(row.setting, args),
                 f"{int(lit.d.iloc[0]):,}",
                 len(lit),
+                t_interval(free.accuracy).format(),
                 t_interval(ldp.accuracy).format(),
                 t_interval(lit.accuracy).format(),
                 paired_difference(list(lit.accuracy), list(ldp.accuracy)).format(),
@@ -240,6 +251,7 @@ def summarise(report: _shared.Report, rows: list[Row], args: Any) -> None:
             "setting (data, model, partition, T, batch/lr, clip, ε)",
             "d",
             "seeds",
+            "no DP %",
             "LDP %",
             "LightDP %",
             "LightDP − LDP",
