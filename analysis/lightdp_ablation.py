@@ -1,21 +1,23 @@
 """Why LightDP-FL's lead over vanilla LDP is small here: one change at a time (paper 004).
 
-Each row runs LDP and LightDP-FL (and, where marked, the ideal secure sum + DP, ``ideal_smpc``)
-on the same seeds at C̄ = S̄ = 10 (S ~ U{0..10} stragglers a round, every client selected,
-N = 50, per-round ε, δ = 1e-5, record-level sensitivity Δ = 2C/|D_min| as in
+Each row runs no DP, LDP and LightDP-FL (and, where marked, the ideal secure sum + DP,
+``ideal_smpc``) on the same seeds at C̄ = S̄ = 10 (S ~ U{0..10} stragglers a round, every client
+selected, N = 50, per-round ε, δ = 1e-5, record-level sensitivity Δ = 2C/|D_min| as in
 ``analysis/lightdp.py``), and changes exactly ONE thing from the row it names: from fedgame's
 default setting of ``analysis/lightdp.py`` (digits, logistic regression, IID, T = 30, 5 local
 steps of 16 at lr 0.1, clip C = 4, ε = 3) toward the paper's (CIFAR-10 / ResNet-18, non-IID,
 T = 150, batch 32, lr 0.05), or back from the closest setting that fits two cores (full
 Fashion-MNIST, MLP 784-64-10, 2-class shards, batch 32, lr 0.05, T = 30).
 
-Columns: final test accuracy, the paired gap LightDP − LDP (pts), the model size d, and the
-noise-to-signal ratio of each scheme: sqrt(d · v_t) / ‖ū_t‖ averaged over rounds, where v_t is
-the per-coordinate noise variance left in the round's average (``residual_noise_var``, eq. 9)
-and ū_t the mean clipped update of the round's selected clients (recorded while the run
-clips; no effect on the run). "noise var LightDP / LDP" is the ratio of the two schemes' mean
-``residual_noise_var`` over the realised straggler counts (eq. 9), which note 004 §4.4 puts
-at h(γ0) = 0.469 in expectation for C̄ = S̄ = 10. Ideal SMPC − LightDP is shown where run.
+``dclose`` applies the paper's three training changes at once on the digits. Columns: final test
+accuracy (no DP is the ceiling the gap cannot exceed), the paired gap LightDP − LDP (pts), the
+model size d, and the noise-to-signal ratio of each scheme: sqrt(d · v_t) / ‖ū_t‖ averaged over
+rounds, where v_t is the per-coordinate noise variance left in the round's average
+(``residual_noise_var``, eq. 9) and ū_t the mean clipped update of the round's selected clients
+(recorded while the run clips; no effect on the run). "noise var LightDP / LDP" is the ratio of
+the two schemes' mean ``residual_noise_var`` over the realised straggler counts (eq. 9), which
+note 004 §4.4 puts at h(γ0) = 0.469 in expectation for C̄ = S̄ = 10. Ideal SMPC − LightDP is
+shown where run.
 """
 
 from __future__ import annotations
