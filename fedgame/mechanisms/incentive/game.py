@@ -382,7 +382,8 @@ class GameIncentive:
         self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
     ) -> dict[int, float]:
         ids = ids_of(delivered)
-        rho = np.nan_to_num(column_of(delivered, "rho"), nan=0.0, posinf=0.0, neginf=0.0)
+        rho = column_of(delivered, "rho")
+        rho = np.where(np.isfinite(rho), rho, 0.0)  # nan_to_num(nan=posinf=neginf=0), quicker
         total = float(rho.sum())
         pay = rho / total * offer.reward if total > 0 else np.zeros(rho.size)
         nu = self.nu[ids] if ids.size else np.zeros(0)

@@ -64,23 +64,24 @@ def equilibrium(
         found = u.aggregate_equilibrium()
         rho[players] = 0.0 if found is None else found
         return rho
+    capped: np.ndarray | None
     if caps is None:
-        cap = None if contest.cap == np.inf else np.full(k, contest.cap)
+        capped = None if contest.cap == np.inf else np.full(k, contest.cap)
     else:  # min(inf, x) is x: the contest's cap only where it is finite
-        cap = caps if every else caps[players]
+        capped = caps if every else caps[players]
         if contest.cap != np.inf:
-            cap = np.minimum(np.full(k, contest.cap), cap)
-    if cap is not None and not np.isfinite(cap).any():
-        cap = None
+            capped = np.minimum(np.full(k, contest.cap), capped)
+    if capped is not None and not np.isfinite(capped).any():
+        capped = None
     p = (contest.p if every else contest.p[players]) if complete_information else None
     members = (contest.colluder if every else contest.colluder[players]) if cartel else None
     if math.isfinite(contest.reward) and math.isfinite(contest.phi) and contest.phi > 0:
         found = solve_contest(
-            nu, reward=contest.reward, phi=contest.phi, p=p, caps=cap, cartel=members
+            nu, reward=contest.reward, phi=contest.phi, p=p, caps=capped, cartel=members
         )
     else:
         found = contest_equilibrium(
-            nu, reward=contest.reward, phi=contest.phi, p=p, caps=cap, cartel=members
+            nu, reward=contest.reward, phi=contest.phi, p=p, caps=capped, cartel=members
         )
     if every:
         return found
