@@ -111,10 +111,6 @@ def cartel_budgets(
     return out
 
 
-def _closed_form_ok(p: np.ndarray, cartel: np.ndarray | None) -> bool:
-    return bool(np.all(p == 1.0)) and (cartel is None or not cartel.any())
-
-
 def contest_equilibrium(
     nu: ArrayLike,
     *,
@@ -150,11 +146,31 @@ def contest_equilibrium(
         raise ScenarioError("p", p_arr.tolist(), "a cartel is modelled with full delivery only")
     if reward == 0 or n < 2:
         return np.zeros(n)
-    if _closed_form_ok(p_arr, members):
+    return solve_contest(nu, reward=reward, phi=phi, p=p_arr, caps=cap, cartel=members, xtol=xtol)
+
+
+def solve_contest(
+    nu: np.ndarray,
+    *,
+    reward: float,
+    phi: float,
+    p: np.ndarray | None,
+    caps: np.ndarray | None,
+    cartel: np.ndarray | None,
+    xtol: float = 1e-14,
+) -> np.ndarray:
+    """:func:`contest_equilibrium` of checked inputs: ν a float array of at least 2 finite
+    values > 0, R > 0 and φ > 0 finite, ``p`` in (0, 1] (None: every update arrives),
+    ``caps`` >= 0 (None: none), ``cartel`` a bool mask (None: no cartel; full delivery for
+    its members). The same budgets, bit for bit, as with arrays of ones and infinities."""
+    if (p is None or bool(np.all(p == 1.0))) and (cartel is None or not cartel.any()):
         rho = active_coefficients(nu, phi=phi) * reward
-        if np.all(rho <= cap):
+        if caps is None or np.all(rho <= caps):
             return rho
-    return _aggregate_solution(nu, reward, phi, p_arr, cap, members, xtol)
+    n = nu.size
+    p_arr = np.ones(n) if p is None else p
+    cap = np.full(n, np.inf) if caps is None else caps
+    return _aggregate_solution(nu, reward, phi, p_arr, cap, cartel, xtol)
 
 
 def _aggregate_solution(

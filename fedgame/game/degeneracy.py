@@ -56,9 +56,31 @@ def degenerate_kinds(
         noise_std: the delivered clients' per-coordinate noise std.
         clip: the privacy mechanism's clipping bound C.
     """
+    return kinds_of(
+        reward=reward,
+        previous_reward=previous_reward,
+        budgets=np.nan_to_num(np.asarray(rho, dtype=float), nan=0.0),
+        payments=np.asarray(payments, dtype=float),
+        noise_std=np.asarray(noise_std, dtype=float),
+        clip=clip,
+        thresholds=thresholds,
+    )
+
+
+def kinds_of(
+    *,
+    reward: float,
+    previous_reward: float,
+    budgets: np.ndarray,
+    payments: np.ndarray,
+    noise_std: np.ndarray,
+    clip: float,
+    thresholds: DegeneracyThresholds,
+) -> tuple[str, ...]:
+    """:func:`degenerate_kinds` of float arrays, ``budgets`` without NaN (the model's
+    per-round check, which has them so)."""
     th = thresholds
     kinds: list[str] = []
-    budgets = np.nan_to_num(np.asarray(rho, dtype=float), nan=0.0)
     playing = budgets[budgets > 0]
     if reward > 0:
         if playing.size == 0:
@@ -67,11 +89,11 @@ def degenerate_kinds(
             kinds.append("lone_player")
         if playing.size >= 2 and playing.min() < th.knife_edge * playing.max():
             kinds.append("knife_edge")
-        paid = np.asarray(payments, dtype=float)
+        paid = payments
         total = float(paid.sum())
         if playing.size >= th.min_players and total > 0 and paid.max() >= th.max_share * total:
             kinds.append("near_lone")
-    sigma = np.asarray(noise_std, dtype=float)
+    sigma = noise_std
     if sigma.size and clip > 0:
         aggregate = float(np.sqrt(np.sum(sigma * sigma))) / sigma.size
         if aggregate > th.noise_ratio * clip:

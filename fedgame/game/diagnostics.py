@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fedgame.game.contest import delivery_probabilities, responses_to, rivals, utilities_at
+from fedgame.game.contest import _vector, delivery_probabilities, responses_to
 
 
 @dataclass(frozen=True)
@@ -65,13 +65,45 @@ def nash_gaps(
     if n == 0 or reward <= 0:
         return Gaps(np.zeros(n), np.zeros(n))
     p_arr = delivery_probabilities(np.ones(n) if p is None else np.asarray(p, dtype=float), n)
-    s = rivals(rho, p_arr)  # once: the utilities and best responses share it
-    now, paid_now = utilities_at(rho, s, nu, reward=reward, phi=phi, p=p_arr, quadratic=quadratic)
-    br = responses_to(s, nu, reward=reward, phi=phi, caps=caps, quadratic=quadratic)
-    cost_br = phi * nu * (br * br if quadratic else br)
-    share_br = np.divide(br, br + s, out=np.zeros(n), where=(br + s) > 0)
-    paid_br = np.where(s > 0, p_arr * reward * share_br, p_arr * reward)
-    best = np.where(s > 0, paid_br - p_arr * cost_br, p_arr * reward)
+    cap = _vector("caps", caps, n, np.inf)
+    return gaps_of(rho, nu, reward=reward, phi=phi, p=p_arr, caps=cap, quadratic=quadratic)
+
+
+def gaps_of(
+    rho: np.ndarray,
+    nu: np.ndarray,
+    *,
+    reward: float,
+    phi: float,
+    p: np.ndarray | None,
+    caps: np.ndarray | None,
+    quadratic: bool,
+) -> Gaps:
+    """:func:`nash_gaps` of checked float arrays (p in (0, 1], caps >= 0, reward > 0, at
+    least one player); ``p`` None is full delivery and ``caps`` None no cap, computed as
+    :func:`nash_gaps` computes them with arrays of ones and of infinities (bit for bit: a
+    product with 1.0 and a clip at +inf change no value). For the model's per-round check,
+    whose columns are valid by construction."""
+    n = rho.size
+    weighted = rho if p is None else p * rho
+    s = weighted.sum() - weighted  # rivals' expected delivered total (contest.rivals)
+    pr = reward if p is None else p * reward
+    cost_weight = phi * nu
+    total = rho + s
+    paid_now = pr * np.divide(rho, total, out=np.zeros(n), where=total > 0)
+    cost_now = cost_weight * (rho * rho if quadratic else rho)
+    now = paid_now - (cost_now if p is None else p * cost_now)
+    if quadratic:
+        br = responses_to(s, nu, reward=reward, phi=phi, caps=caps, quadratic=True)
+    else:
+        br = np.sqrt(reward * s / cost_weight) - s
+        br = np.clip(br, 0.0, np.inf if caps is None else caps)
+    cost_br = cost_weight * (br * br if quadratic else br)
+    rivals_play = s > 0
+    total_br = br + s
+    share_br = np.divide(br, total_br, out=np.zeros(n), where=total_br > 0)
+    paid_br = np.where(rivals_play, pr * share_br, pr)
+    best = np.where(rivals_play, paid_br - (cost_br if p is None else p * cost_br), pr)
     gap = np.maximum(best - now, 0.0)
     scale = np.maximum(paid_br, paid_now)
     norm = np.divide(gap, scale, out=np.zeros(n), where=(gap > 0) & (scale > 0))

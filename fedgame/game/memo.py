@@ -22,9 +22,10 @@ import numpy as np
 MAX_ELEMENTS = 250_000
 
 
-def array_key(*parts: np.ndarray | float | bool | str) -> tuple[Hashable, ...] | None:
-    """Exact key of arrays (dtype, shape and bytes) and scalars; None (do not remember) when
-    an array has more than ``MAX_ELEMENTS`` values."""
+def array_key(*parts: np.ndarray | Hashable) -> tuple[Hashable, ...] | None:
+    """Exact key of arrays (dtype, shape and bytes) and hashable values (scalars, frozen
+    dataclasses); None (do not remember) when an array has more than ``MAX_ELEMENTS``
+    values."""
     key: list[Hashable] = []
     for part in parts:
         if isinstance(part, np.ndarray):

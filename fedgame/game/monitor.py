@@ -33,11 +33,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from fedgame.game.degeneracy import DegeneracyLog, degenerate_kinds
-from fedgame.game.diagnostics import equilibrium_distance, nash_gaps
+from fedgame.game.degeneracy import DegeneracyLog, kinds_of
+from fedgame.game.diagnostics import gaps_of
 from fedgame.game.rules import GameRules
 from fedgame.mechanisms.policy.game import equilibrium
-from fedgame.mechanisms.policy.market import contest_of, epsilon_to_zcdp
+from fedgame.mechanisms.policy.market import (
+    contest_of,
+    epsilon_to_zcdp,
+    epsilon_to_zcdp_uncached,
+)
 from fedgame.views import ClientValues, MarketView
 
 ROUND_COLUMNS = (
@@ -107,16 +111,22 @@ class RoundMonitor:
         self._round: dict[str, float] = {}
 
     def check(self, model: Any) -> None:
-        """Diagnose the round the model just played (writes the clients-table columns)."""
+        """Diagnose the round the model just played (writes the clients-table columns).
+
+        Reads the table's columns, valid by construction, and so calls the unchecked cores
+        of the public functions (:func:`~fedgame.game.degeneracy.kinds_of`,
+        :func:`~fedgame.game.diagnostics.gaps_of`): the same numbers, without validating
+        the same columns again."""
         table, state = model.table, model.state
         offer = state.offer
         uploaded = np.flatnonzero(table.uploaded)
-        rho_up = np.nan_to_num(table.response_rho[uploaded], nan=0.0)
-        self.kinds = degenerate_kinds(
+        rho_up = _nan_to_zero(table.response_rho[uploaded])
+        paid = table.reward[uploaded]
+        self.kinds = kinds_of(
             reward=float(offer.reward),
             previous_reward=self.previous_reward,
-            rho=rho_up,
-            payments=table.reward[uploaded],
+            budgets=rho_up,
+            payments=paid,
             noise_std=table.noise_std[uploaded],
             clip=self.clip,
             thresholds=self.rules.degeneracy,
@@ -126,43 +136,51 @@ class RoundMonitor:
         if self.kinds and self.rules.stop_on_degenerate:
             self.stop_requested = True
         if self.contest:
-            self._diagnose(model, uploaded, rho_up)
+            self._diagnose(model, uploaded, rho_up, paid)
         if self.believer is not None:
             self._round.update(self._belief_error(table))
 
-    def _diagnose(self, model: Any, uploaded: np.ndarray, rho_up: np.ndarray) -> None:
+    def _diagnose(
+        self, model: Any, uploaded: np.ndarray, rho_up: np.ndarray, paid: np.ndarray
+    ) -> None:
         table, offer = model.table, model.state.offer
         market = MarketView(table.views(), model.state.info, game=self.rules)
         left = self._left_at_play(table)
         contest = contest_of(offer, market, left=left, min_left=MIN_LEFT)
         nan = math.nan
         self._round = dict.fromkeys(ROUND_COLUMNS, nan)
-        played = np.nan_to_num(np.where(table.participating, table.response_rho, 0.0), nan=0.0)
+        played = _nan_to_zero(np.where(table.participating, table.response_rho, 0.0))
         self._round["sum_rho_played"] = float(played.sum())
         nu, phi, quad = contest.nu, contest.phi, contest.quadratic
-        paid = table.reward[uploaded]
-        cost = phi * nu[uploaded] * (rho_up**2 if quad else rho_up)
+        nu_up = nu[uploaded]
+        cost = phi * nu_up * (rho_up**2 if quad else rho_up)
         self._round["client_surplus"] = float((paid - cost).sum())
-        if contest.reward <= 0:
-            return
-        cap = np.minimum(contest.left, contest.cap)
-        players = contest.players | (played > 0)
         reward = contest.reward
-        ante = nash_gaps(
-            played[players],
-            nu[players],
+        if reward <= 0:
+            return
+        cap = np.minimum(left, contest.cap)
+        players = contest.players | (played > 0)
+        every = bool(players.all())  # the usual case: no subsets to copy
+
+        def pick(values: np.ndarray) -> np.ndarray:
+            return values if every else values[players]
+
+        played_players, p_players = pick(played), pick(contest.p)
+        ante = gaps_of(
+            played_players,
+            pick(nu),
             reward=reward,
             phi=phi,
             quadratic=quad,
-            p=contest.p[players],
-            caps=cap[players],
+            p=None if np.all(p_players == 1.0) else p_players,  # p ≡ 1: the same numbers
+            caps=pick(cap),
         )
         self._round["nash_gap_ante_max"] = ante.max
         self._round["nash_gap_ante_norm_max"] = ante.normalised_max
         table.extra["nash_gap_ante"][players] = ante.absolute
         if uploaded.size:
-            post = nash_gaps(
-                rho_up, nu[uploaded], reward=reward, phi=phi, quadratic=quad, caps=cap[uploaded]
+            post = gaps_of(
+                rho_up, nu_up, reward=reward, phi=phi, quadratic=quad, p=None, caps=cap[uploaded]
             )
             self._round["nash_gap_max"] = post.max
             self._round["nash_gap_mean"] = post.mean
@@ -173,10 +191,14 @@ class RoundMonitor:
             contest.players,
             complete_information=True,
             cartel=self.rules.cartel and not np.any(contest.p[contest.colluder] < 1),
-            caps=contest.left,
+            caps=left,
         )
         table.extra["rho_equilibrium"][contest.players] = star[contest.players]
-        self._round["eq_distance"] = equilibrium_distance(played[players], star[players])
+        star_players = pick(star)
+        total = float(star_players.sum())  # equilibrium_distance, of checked arrays
+        if total > 0:
+            distance = np.abs(played_players - star_players).sum() / total
+            self._round["eq_distance"] = float(distance)
 
     def _belief_error(self, table: Any) -> dict[str, float]:
         """|log ν̂ − log ν| over the players the leader priced: mean, max, mean over the
@@ -200,7 +222,8 @@ class RoundMonitor:
         round's charge: ε spent minus ε charged)."""
         total = table.epsilon_total
         spent = np.clip(table.epsilon_spent - table.epsilon_charged, 0.0, total)
-        left = epsilon_to_zcdp(total, table.delta) - epsilon_to_zcdp(spent, table.delta)
+        # the spent budgets at play are new each round: converted without the memo
+        left = epsilon_to_zcdp(total, table.delta) - epsilon_to_zcdp_uncached(spent, table.delta)
         return np.where(np.isinf(total), np.inf, np.maximum(left, 0.0))
 
     def round_metrics(self) -> dict[str, float]:
@@ -213,3 +236,12 @@ class RoundMonitor:
     def degenerate_reason(self) -> str:
         """This round's kinds joined by ``;`` (empty when sound)."""
         return ";".join(self.kinds)
+
+
+def _nan_to_zero(values: np.ndarray) -> np.ndarray:
+    """``np.nan_to_num(values, nan=0.0)`` (NaN to 0, ±inf to the largest finite floats),
+    with a quick path for the usual column without infinities."""
+    out = np.where(np.isnan(values), 0.0, values)
+    if np.isinf(out).any():
+        out = np.nan_to_num(out, nan=0.0)
+    return out

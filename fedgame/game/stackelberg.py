@@ -29,6 +29,7 @@ from fedgame.game.memo import ArrayMemo, array_key
 #: check ask for the same ν every round; :mod:`fedgame.game.memo`)
 _FEASIBLE = ArrayMemo()
 _ACTIVE = ArrayMemo()
+_ACCURACY = ArrayMemo()
 
 
 def _positive_vector(key: str, value: ArrayLike) -> np.ndarray:
@@ -248,7 +249,16 @@ def accuracy_constant(
     """A_t = Σ_i 4dγβC² / (T²λ²N²·C_i·|D_i|²), so the noise term is A_t/R_t (Theorem 2).
 
     Sums over the active set with N = its size (note 003 §4.1-4.2); raises when it is empty.
+    Remembers its last answers (the leader asks it every round, mostly for the same players).
     """
+    key = array_key(np.asarray(nu, dtype=float), np.asarray(data_sizes, dtype=float), phi, params)
+    found = _ACCURACY.get(key, lambda: np.array(_accuracy_constant(nu, data_sizes, phi, params)))
+    return float(found)
+
+
+def _accuracy_constant(
+    nu: ArrayLike, data_sizes: ArrayLike, phi: float, params: ServerCostParams
+) -> float:
     nu = _positive_vector("nu", nu)
     sizes = _positive_vector("data_sizes", data_sizes)
     if sizes.shape != nu.shape:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
-from fedgame.game.contest import contest_equilibrium
+from fedgame.game.contest import contest_equilibrium, solve_contest
 from fedgame.game.equilibrium import FollowerUtility
 from fedgame.mechanisms.policy.market import Contest, contest_of, rho_left, rho_remaining
 from fedgame.registry import register
@@ -41,28 +41,51 @@ def equilibrium(
     cartel: bool,
     caps: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Equilibrium budgets of the ``players`` mask (0 elsewhere), one per market client."""
+    """Equilibrium budgets of the ``players`` mask (0 elsewhere), one per market client.
+
+    The contest's columns are valid by construction (ν > 0 from the scenario, p in (0, 1]
+    for the players, caps >= 0), so the linear-cost game is solved by
+    :func:`~fedgame.game.contest.solve_contest` without checking them again; a non-finite
+    reward or φ goes through :func:`~fedgame.game.contest.contest_equilibrium`, which says
+    what is wrong.
+    """
     rho = np.zeros(contest.ids.size)
-    if contest.reward <= 0 or players.sum() < 2:
+    k = int(np.count_nonzero(players))
+    if contest.reward <= 0 or k < 2:
         return rho
-    cap = np.full(int(players.sum()), contest.cap)
-    if caps is not None:
-        cap = np.minimum(cap, caps[players])
-    nu = contest.nu[players]
+    every = k == rho.size  # every client plays: whole columns, no subsets to copy
+    nu = contest.nu if every else contest.nu[players]
     if contest.quadratic:
+        cap = np.full(k, contest.cap)
+        if caps is not None:
+            cap = np.minimum(cap, caps[players])
         caps_or_none = cap if np.isfinite(cap).any() else None
         u = FollowerUtility(nu, contest.reward, contest.phi, cost="quadratic", caps=caps_or_none)
         found = u.aggregate_equilibrium()
         rho[players] = 0.0 if found is None else found
         return rho
-    rho[players] = contest_equilibrium(
-        nu,
-        reward=contest.reward,
-        phi=contest.phi,
-        p=contest.p[players] if complete_information else None,
-        caps=cap if np.isfinite(cap).any() else None,
-        cartel=contest.colluder[players] if cartel else None,
-    )
+    capped: np.ndarray | None
+    if caps is None:
+        capped = None if contest.cap == np.inf else np.full(k, contest.cap)
+    else:  # min(inf, x) is x: the contest's cap only where it is finite
+        capped = caps if every else caps[players]
+        if contest.cap != np.inf:
+            capped = np.minimum(np.full(k, contest.cap), capped)
+    if capped is not None and not np.isfinite(capped).any():
+        capped = None
+    p = (contest.p if every else contest.p[players]) if complete_information else None
+    members = (contest.colluder if every else contest.colluder[players]) if cartel else None
+    if math.isfinite(contest.reward) and math.isfinite(contest.phi) and contest.phi > 0:
+        found = solve_contest(
+            nu, reward=contest.reward, phi=contest.phi, p=p, caps=capped, cartel=members
+        )
+    else:
+        found = contest_equilibrium(
+            nu, reward=contest.reward, phi=contest.phi, p=p, caps=capped, cartel=members
+        )
+    if every:
+        return found
+    rho[players] = found
     return rho
 
 

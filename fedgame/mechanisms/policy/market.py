@@ -24,10 +24,11 @@ def epsilon_to_zcdp(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
     Remembers its last answers (:mod:`fedgame.game.memo`): the leader, each behaviour and
     the round check convert the same budget columns several times a round."""
     epsilon, delta = np.asarray(epsilon, dtype=float), np.asarray(delta, dtype=float)
-    return _ZCDP.get(array_key(epsilon, delta), lambda: _epsilon_to_zcdp(epsilon, delta))
+    return _ZCDP.get(array_key(epsilon, delta), lambda: epsilon_to_zcdp_uncached(epsilon, delta))
 
 
-def _epsilon_to_zcdp(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
+def epsilon_to_zcdp_uncached(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """:func:`epsilon_to_zcdp` without the memo (for columns that are new every time)."""
     log_term = np.log(1.0 / delta)
     eps = np.maximum(epsilon, 0.0)
     with np.errstate(invalid="ignore"):
