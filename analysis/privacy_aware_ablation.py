@@ -271,7 +271,10 @@ def main() -> None:
         f"from an earlier run in {cache}), T={args.rounds}",
         flush=True,
     )
-    run_fresh(todo, args.workers)
+    if args.quick:  # seconds-long runs: one process, no start-up cost per run
+        _shared.run_jobs(run_one, todo, args.workers)
+    else:
+        run_fresh(todo, args.workers)
     by_key = {j["key"]: json.loads(Path(j["file"]).read_text()) for j in jobs}
     summarise(report, plan, by_key)
     report.rows = [
