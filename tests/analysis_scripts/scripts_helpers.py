@@ -16,6 +16,7 @@ SCRIPTS = sorted(p.stem for p in ANALYSIS.glob("*.py") if not p.stem.startswith(
 WITH_DATASET = {
     "dpfl_bcs",
     "privacy_aware",
+    "privacy_aware_ablation",
     "queries_replies",
     "qi_dpfl",
     "lightdp",

@@ -1,0 +1,326 @@
+"""Why privacy-aware selection (paper 001) gains less than the paper: one change at a time.
+
+Two parts. (1) Problem 1 alone, no training: for the populations of fedgame's default setting
+(N = 50, 10k Fashion-MNIST, B = 64, s = 30) and of the closest setting, the selection gap
+||p^s - p^u||_1 and the clients moved up/down over a grid of eta*D, and eta*D* below which
+p^s = p^u exactly. From the KKT conditions at p = p^u (a = 0, R = sqrt(sum c_k p_k^2)),
+p^u is optimal iff some theta has |theta - c_k p^u_k / R| <= 1 for every k, i.e.
+
+    eta*D <= eta*D* = 4 sum_k V_k (p^u_k)^2 / (max_k V_k p^u_k - min_k V_k p^u_k)^2.
+
+(2) Training: privacy-aware minus unbiased accuracy (points, paired per seed, mean of the
+last 5 rounds) for eps ~ U(0, 1) and Fig. 6 case 2, at fedgame's default setting of
+``analysis/privacy_aware.py``, at the closest setting that fits 2 CPU cores, and with one
+difference changed at a time: eta*D, N, B, the training set, the model, s, T. The MLP (one
+hidden layer of 32, 25,450 parameters, about the paper's 26,010-parameter CNN) is the
+slowest row; ``--no-mlp`` leaves it out.
+
+Paper setting (note 001 §6): N probably 100, 10 draws per round, B = 128, full (F-)MNIST,
+26k-parameter CNN, s in {0, 30, 70, 100}; T^g, T^l, lr, C and eta not reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import _shared
+
+NAME = "privacy_aware_ablation"
+DEFAULTS = _shared.Defaults(seeds=5, rounds=40, quick_seeds=2, quick_rounds=5)
+U01, CASE2 = "eps ~ U(0, 1)", "Fig. 6 case 2"
+#: fedgame's default setting of analysis/privacy_aware.py, and the closest to the paper's
+DEFAULT = {"clients": 50, "train": 10000, "batch": 64, "model": "logreg", "s": 30, "eta_d": 1e4}
+CLOSEST = DEFAULT | {"clients": 100, "train": 60000, "batch": 128, "eta_d": 1e6}
+QUICK_CLIENTS = {50: 12, 100: 24}
+MLP = ["model.kind=mlp", "model.hidden=[32]"]
+RUNS_PER_PROCESS = 4
+ETA_GRID = (1e2, 1e3, 1e4, 3e4, 1e5, 3e5, 1e6, 1e8)
+
+
+def rows(*, mlp: bool, similarity: bool) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(label, budget law, seed kind, setting) of every row of the training table."""
+    d = DEFAULT
+    one = [
+        ("ηD 1e4 → 1e2", d | {"eta_d": 1e2}),
+        ("ηD 1e4 → 1e6", d | {"eta_d": 1e6}),
+        ("N 50 → 100", d | {"clients": 100}),
+        ("B 64 → 128", d | {"batch": 128}),
+        ("train 10k → 60k (full)", d | {"train": 60000}),
+        *([("model logreg → MLP 784-32-10", d | {"model": "mlp"})] if mlp else []),
+        *((f"s 30 → {s}", d | {"s": s}) for s in ((0, 70, 100) if similarity else ())),
+        ("T × 2.5 (40 → 100 rounds)", d | {"rounds_factor": 2.5}),
+    ]
+    out = [("fedgame default (N 50, B 64, 10k, logreg, s 30, ηD 1e4, T 40)", U01, "headline", d)]
+    out += [(label, U01, "ablation", setting) for label, setting in one]
+    out.append(("closest (N 100, B 128, 60k, logreg, s 30, ηD 1e6)", U01, "headline", CLOSEST))
+    out += [
+        ("fedgame default, ηD 1e4", CASE2, "ablation", d),
+        ("ηD 1e4 → 1e5", CASE2, "ablation", d | {"eta_d": 1e5}),
+        ("ηD 1e4 → 1e6", CASE2, "ablation", d | {"eta_d": 1e6}),
+    ]
+    return out
+
+
+def build_parser() -> Any:
+    p = _shared.parser(NAME, __doc__ or "", DEFAULTS, dataset="fashion_mnist")
+    p.add_argument(
+        "--ablation-seeds",
+        type=int,
+        default=3,
+        help="seeds of the one-change rows (default 3; --seeds sets the headline rows)",
+    )
+    p.add_argument("--no-mlp", action="store_true", help="leave out the (slow) MLP row")
+    p.add_argument("--no-s", action="store_true", help="leave out the s = 0, 70, 100 rows")
+    return p
+
+
+def scenario_of(
+    base: dict, args: Any, setting: dict[str, Any], budget: str, variant: str, seed: int
+) -> dict[str, Any]:
+    """The scenario of one cell: ``analysis/privacy_aware.py``'s, with ``setting`` applied."""
+    import privacy_aware as main_script
+
+    clients = QUICK_CLIENTS[setting["clients"]] if args.quick else setting["clients"]
+    k = 4 if args.quick else 10
+    dataset = _shared.dataset_spec(args, max_train=setting["train"], max_test=2000)
+    overrides = [f"training.batch_size={setting['batch']}"]
+    if variant == "privacy-aware":
+        overrides.append(f"selection.batch_size={setting['batch']}")
+    if setting["model"] == "mlp":
+        overrides += MLP
+    job = {
+        "seed": seed,
+        "rounds": round(args.rounds * setting.get("rounds_factor", 1)),
+        "budget": budget,
+        "clients": clients,
+        "similarity": float(setting["s"]),
+        "dataset": dataset,
+        "variant": variant,
+        "k": k,
+        "eta_d": setting["eta_d"],
+        "overrides": [*overrides, *args.overrides],
+    }
+    return main_script.scenario(base, job)
+
+
+def dead_zone_limit(pu: Any, v: Any) -> float:
+    """eta*D* = 4 sum V p^2 / (max V p - min V p)^2: p^s = p^u iff eta*D <= eta*D*."""
+    import numpy as np
+
+    vp = np.asarray(v) * np.asarray(pu)
+    spread = float(vp.max() - vp.min())
+    return float("inf") if spread == 0 else 4.0 * float(np.sum(vp * pu)) / spread**2
+
+
+def population(data: dict[str, Any]) -> tuple[Any, Any]:
+    """(p^u, V_k) of a scenario's drawn population (data, partition and budgets; no training)."""
+    import numpy as np
+
+    from fedgame.game import privacy_aware as pa
+    from fedgame.scenario.build import build_world
+    from fedgame.scenario.load import validate
+    from fedgame.seeding import SeedPlan
+
+    sc = validate(data)
+    world = build_world(sc, plan=SeedPlan(sc.seed, 0))
+    sizes = world.population["dataset_size"].astype(float)
+    batch = sc.config("selection").batch_size
+    v = pa.noise_factors(
+        epsilons=world.population["epsilon_total"],
+        deltas=world.population["delta"],
+        sample_rates=np.minimum(1.0, batch / sizes),
+        sizes=sizes,
+    )
+    return pa.unbiased_probabilities(sizes), v
+
+
+def solver_table(report: _shared.Report, base: dict, args: Any) -> None:
+    """Problem 1 over the eta*D grid: gap, clients up/down, and eta*D*, per population."""
+    import numpy as np
+
+    from fedgame.game import privacy_aware as pa
+
+    columns = [
+        (U01, DEFAULT, "U(0, 1), default"),
+        (CASE2, DEFAULT, "case 2, default"),
+        (CASE2, CLOSEST, "case 2, closest"),
+    ]
+    pops = {
+        label: [
+            population(scenario_of(base, args, s, b, "privacy-aware", seed))
+            for seed in range(args.seeds)
+        ]
+        for b, s, label in columns
+    }
+    table = []
+    for eta_d in ETA_GRID:
+        cells = []
+        for _, _, label in columns:
+            gaps, up, down, noise = [], [], [], []
+            for pu, v in pops[label]:
+                p = pa.selection_probabilities(sizes=pu, v=v, eta_d=eta_d)
+                d = p - pu
+                gaps.append(np.abs(d).sum())
+                up.append(int((d > 1e-9).sum()))
+                down.append(int((d < -1e-9).sum()))
+                noise.append(np.sum(v * p * p) / np.sum(v * pu * pu))
+            cells.append(
+                f"{np.mean(gaps):.3f}, noise × {np.mean(noise):.2g} "
+                f"(↑{np.mean(up):.0f} ↓{np.mean(down):.0f})"
+            )
+        table.append([f"{eta_d:.0e}", *cells])
+    limits = [[dead_zone_limit(pu, v) for pu, v in pops[label]] for _, _, label in columns]
+    table.append(["ηD* (p^s = p^u up to)", *(f"{min(x):.2g} – {max(x):.2g}" for x in limits)])
+    checks = []
+    for (_, _, label), lims in zip(columns, limits):
+        for (pu, v), lim in zip(pops[label], lims):
+            below = pa.selection_probabilities(sizes=pu, v=v, eta_d=0.99 * lim)
+            above = pa.selection_probabilities(sizes=pu, v=v, eta_d=1.01 * lim)
+            checks.append((np.abs(below - pu).sum(), np.abs(above - pu).sum()))
+    worst_below = max(c[0] for c in checks)
+    least_above = min(c[1] for c in checks)
+    table.append(
+        [
+            "check: gap at 0.99 ηD* / at 1.01 ηD*",
+            f"max {worst_below:.1e} / min {least_above:.1e}",
+            "",
+            "",
+        ]
+    )
+    n = len(pops[columns[0][2]])
+    report.table(
+        "solver",
+        f"Problem 1 alone, means over {n} seeds' populations: selection gap ||p^s − p^u||_1, "
+        "aggregate DP noise sum p_k^2 V_k relative to p^u's (Eq. 40), clients moved up/down",
+        ["ηD", *(label for _, _, label in columns)],
+        table,
+    )
+
+
+def _cost(job: dict[str, Any]) -> tuple[bool, bool, int, bool]:
+    """Cheap runs first (logreg, s = 30, small N, the first three seeds): an interrupted run
+    keeps the most rows (``--no-mlp``/``--no-s`` then table what it has)."""
+    data = job["scenario"]
+    s_row = data["data"]["partition"]["s"] != 30
+    return (
+        data["model"]["kind"] != "logreg",
+        s_row,
+        data["population"]["clients"],
+        data["seed"] >= 3,
+    )
+
+
+def run_fresh(jobs: list[dict[str, Any]], workers: int) -> None:
+    """``run_one`` on every job in spawned processes, each replaced after a few runs (a long
+    series of runs in one process grew past the machine's memory)."""
+    import multiprocessing
+    import time
+
+    start = time.perf_counter()
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(workers, maxtasksperchild=RUNS_PER_PROCESS) as pool:
+        for i, _ in enumerate(pool.imap(run_one, jobs)):
+            took = time.perf_counter() - start
+            print(f"{i + 1}/{len(jobs)} runs, {took:.0f} s", flush=True)
+
+
+def run_one(job: dict[str, Any]) -> dict[str, Any]:
+    """Accuracy (mean of the last 5 rounds) of one scenario, also kept in ``job["file"]``
+    (so that an interrupted run resumes where it stopped)."""
+    result = _shared.simulate(job["scenario"])
+    row = {
+        "accuracy": float(result.rounds["test_accuracy"].iloc[-5:].mean()),
+        "status": result.manifest["status"],
+    }
+    Path(job["file"]).write_text(json.dumps(row), encoding="utf-8")
+    return row
+
+
+def main() -> None:
+    import yaml
+
+    args = _shared.resolve(build_parser().parse_args(), DEFAULTS)
+    base = yaml.safe_load((_shared.ROOT / "scenarios" / "privacy_aware.yaml").read_text())
+    report = _shared.Report(NAME, args)
+    solver_table(report, base, args)
+    ablation = min(args.ablation_seeds, args.seeds)
+    plan: list[dict[str, Any]] = []
+    unique: dict[str, dict[str, Any]] = {}  # identical scenarios (unbiased at any ηD) run once
+    for label, budget, kind, setting in rows(mlp=not args.no_mlp, similarity=not args.no_s):
+        seeds = args.seeds if kind == "headline" else ablation
+        cell = {"label": label, "budget": budget, "seeds": seeds, "keys": {}}
+        for variant in ("privacy-aware", "unbiased"):
+            for seed in range(seeds):
+                data = scenario_of(base, args, setting, budget, variant, seed)
+                key = json.dumps(data, sort_keys=True)
+                unique.setdefault(key, {"key": key, "scenario": data})
+                cell["keys"][(variant, seed)] = key
+        plan.append(cell)
+    jobs = sorted(unique.values(), key=_cost)
+    _shared.validate_all(j["scenario"] for j in jobs)
+    cache = Path(args.out) / "runs"
+    cache.mkdir(parents=True, exist_ok=True)
+    for job in jobs:
+        job["file"] = str(cache / f"{hashlib.sha1(job['key'].encode()).hexdigest()[:16]}.json")
+    todo = [j for j in jobs if not Path(j["file"]).is_file()]
+    print(
+        f"{NAME}: {len(plan)} rows, {len(jobs)} distinct runs ({len(jobs) - len(todo)} kept "
+        f"from an earlier run in {cache}), T={args.rounds}",
+        flush=True,
+    )
+    if args.quick:  # seconds-long runs: one process, no start-up cost per run
+        _shared.run_jobs(run_one, todo, args.workers)
+    else:
+        run_fresh(todo, args.workers)
+    by_key = {j["key"]: json.loads(Path(j["file"]).read_text()) for j in jobs}
+    summarise(report, plan, by_key)
+    report.rows = [
+        {"row": c["label"], "budget": c["budget"], "variant": variant, "seed": seed}
+        | {k: by_key[key][k] for k in ("accuracy", "status")}
+        for c in plan
+        for (variant, seed), key in c["keys"].items()
+    ]
+    report.write()
+
+
+def _interval(values: list[float]) -> str:
+    from fedgame.analysis.stats import t_interval
+
+    return t_interval(values).format()
+
+
+def summarise(report: _shared.Report, plan: list[dict[str, Any]], by_key: dict) -> None:
+    """The ablation table: privacy-aware − unbiased accuracy (pts), paired per seed."""
+    from fedgame.analysis.stats import paired_difference
+
+    table = []
+    for cell in plan:
+        pa_acc, u_acc = (
+            [100 * by_key[cell["keys"][(variant, s)]]["accuracy"] for s in range(cell["seeds"])]
+            for variant in ("privacy-aware", "unbiased")
+        )
+        same = " (identical on every seed)" if pa_acc == u_acc else ""
+        gain = paired_difference(pa_acc, u_acc).format() + same
+        row = [cell["budget"], cell["label"], cell["seeds"], *map(_interval, (pa_acc, u_acc))]
+        table.append([*row, gain])
+    report.table(
+        "ablation",
+        "Privacy-aware − unbiased accuracy (pts, mean of the last 5 rounds), paired per seed, "
+        "mean ± 95% CI; each one-change row changes one thing from fedgame's default",
+        [
+            "budgets",
+            "setting",
+            "seeds",
+            "privacy-aware %",
+            "unbiased %",
+            "privacy-aware − unbiased, pts",
+        ],
+        table,
+    )
+
+
+if __name__ == "__main__":
+    _shared.main(main)
