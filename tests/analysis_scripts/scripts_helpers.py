@@ -15,6 +15,7 @@ SCRIPTS = sorted(p.stem for p in ANALYSIS.glob("*.py") if not p.stem.startswith(
 #: scripts that load a dataset which may be missing (they take --dataset)
 WITH_DATASET = {
     "dpfl_bcs",
+    "dpfl_bcs_ablation",
     "privacy_aware",
     "privacy_aware_ablation",
     "queries_replies",

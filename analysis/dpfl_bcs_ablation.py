@@ -1,0 +1,240 @@
+"""Why DPFL-BCS (paper 000) falls below WeiAvg here: one change at a time.
+
+Each row runs WeiAvg and DPFL-BCS on the same seeds (same partition, budgets and noise
+streams per seed) and changes exactly ONE thing from the row it names: from fedgame's
+default setting of ``analysis/dpfl_bcs.py`` (N = 40, K = 8, T = 40, T0 = 6, 6k Fashion-MNIST,
+logistic regression, ε_n ~ U[0.1, ε_max], GM) toward the paper's (N = 100, K = 20, T = 200,
+T0 = 10, full Fashion-MNIST, ε_n ~ U[0.5, 4]), or back from the closest-to-the-paper setting
+that fits two cores. Columns: accuracy (mean of the last 5 rounds), the paired difference
+BCS − WeiAvg, and what the runs released: the per-coordinate noise variance summed over the
+rounds' aggregates, Σ_t Σ_n w_n² σ_n² (w = 1/K for BCS, ε_n/Σ ε for WeiAvg), as a ratio BCS /
+WeiAvg; the share of BCS's variance released in stage 1 (sensitivity 2η(B + Θ)/D_n, paper
+000 Eq. 13); and the mean share of ε_n each client's ledger charged by the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import _shared
+import dpfl_bcs
+
+NAME = "dpfl_bcs_ablation"
+DEFAULTS = _shared.Defaults(seeds=5, rounds=40, quick_seeds=2, quick_rounds=8)
+VARIANTS = ("WeiAvg", "DPFL-BCS")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One ablation cell: a setting (sizes + scenario overrides) under one mechanism."""
+
+    key: str
+    change: str
+    mech: str = "GM"
+    eps_max: float = 1.0
+    size: dict[str, int] = field(default_factory=dict)
+    sets: tuple[str, ...] = ()
+    bcs_sets: tuple[str, ...] = ()
+    seeds: int | None = None
+
+
+BASE = {"clients": 40, "k": 8, "t0": 6, "rounds": 40, "train": 6000}
+QUICK = {"clients": 12, "k": 4, "t0": 2, "rounds": 8, "train": 0}
+PAPER_EPS = ("population.budget.epsilon.low=0.5",)
+MLP = ("model.kind=mlp", "model.hidden=[16]")
+NO_LOSS = ("selection.estimate=none",)
+#: closest to the paper that fits two cores: N, K, T0/T and the ε range (T, data, model reduced)
+CLOSE: dict[str, Any] = {"eps_max": 4.0, "sets": PAPER_EPS}
+CLOSE_SIZE = {"clients": 100, "k": 20, "t0": 2}
+ROWS = (
+    Row("base", "fedgame default (dpfl_bcs.py, ε_max 1)"),
+    Row("t0_2", "T0 = 2 (T0/T = 5 %, the paper's 10/200)", size={"t0": 2}),
+    Row("t0_0", "T0 = 0 (Prop. 1 only, no stage 1)", size={"t0": 0}),
+    Row("noloss", "stage 1 without loss reports (Θ = 0; stage 2 Prop. 1)", bcs_sets=NO_LOSS),
+    Row("t80", "T = 80, T0 = 12 (T0/T held at 15 %)", size={"rounds": 80, "t0": 12}, seeds=3),
+    Row("n100", "N = 100, K = 20", size={"clients": 100, "k": 20}),
+    Row(
+        "eps_paper",
+        "ε_n ~ U[0.5, 4] (the paper's F-MNIST range)",
+        eps_max=4.0,
+        sets=PAPER_EPS,
+        seeds=3,
+    ),
+    Row("full", "full 60k training set (D_n × 10)", size={"train": 60000}, seeds=3),
+    Row("mlp", "MLP 784-16-10 for logistic regression", sets=MLP, seeds=3),
+    Row("close", "closest: N 100, K 20, T0/T 5 %, ε_n ~ U[0.5, 4]", **CLOSE, size=CLOSE_SIZE),
+    Row(
+        "close_noloss",
+        "closest, stage 1 without loss reports",
+        **CLOSE,
+        size=CLOSE_SIZE,
+        bcs_sets=NO_LOSS,
+        seeds=3,
+    ),
+    Row("lm3", "Laplace (LM), ε_max 3", mech="LM", eps_max=3.0, seeds=3),
+)
+
+
+#: rows of ``--quick`` (a smoke run on the digits)
+QUICK_ROWS = ["base", "lm3"]
+
+
+def build_parser() -> Any:
+    p = _shared.parser(NAME, __doc__ or "", DEFAULTS, dataset="fashion_mnist")
+    keys = ", ".join(r.key for r in ROWS)
+    p.add_argument("--rows", help=f"comma-separated subset of rows (default all: {keys})")
+    return p
+
+
+def jobs_of(row: Row, args: Any, base: dict) -> list[dict[str, Any]]:
+    """The (variant, seed) jobs of one row, with their scenarios."""
+    size = (
+        QUICK | {k: v for k, v in row.size.items() if k == "t0"} if args.quick else BASE | row.size
+    )
+    if not args.quick:
+        scale = args.rounds / DEFAULTS.rounds
+        size["rounds"] = round(size["rounds"] * scale)
+        size["t0"] = size["t0"] and max(2, round(size["t0"] * scale))
+    train = size.pop("train")
+    dataset = _shared.dataset_spec(args, max_train=train or None, max_test=2000)
+    seeds = args.seeds if args.quick or row.seeds is None else min(row.seeds, args.seeds)
+    jobs = []
+    for variant in VARIANTS:
+        for seed in range(seeds):
+            job = size | {"dataset": dataset, "overrides": args.overrides, "mech": row.mech}
+            job |= {"eps_max": row.eps_max, "variant": variant, "seed": seed, "row": row.key}
+            sets = [*row.sets, *(row.bcs_sets if variant == "DPFL-BCS" else ())]
+            job["scenario"] = _shared.apply_sets(dpfl_bcs.scenario(base, job), sets)
+            jobs.append(job)
+    return jobs
+
+
+def released_variance(job: dict[str, Any], clients: Any) -> tuple[float, float]:
+    """(Σ_t Σ_n w_n² Var_n, the part of it released in rounds ≤ T0) per coordinate.
+
+    ``noise_std`` is the Gaussian σ_n or the Laplace scale b_n (variance 2 b_n²).
+    """
+    up = clients[clients["uploaded"].astype(bool)]
+    var = up["noise_std"].to_numpy() ** 2 * (2.0 if job["mech"] == "LM" else 1.0)
+    if job["variant"] == "WeiAvg":
+        eps = up["epsilon_total"]
+        w = (eps / eps.groupby(up["round"]).transform("sum")).to_numpy()
+    else:
+        w = 1.0 / up.groupby("round")["client_id"].transform("size").to_numpy()
+    part = w**2 * var
+    stage1 = (up["round"] <= job["t0"]).to_numpy()
+    return float(part.sum()), float(part[stage1].sum())
+
+
+def run_one(job: dict[str, Any]) -> dict[str, Any]:
+    """Accuracy (mean of the last 5 rounds), released noise variance and ε share spent."""
+    import sys
+    import time
+
+    started = time.perf_counter()
+    result = _shared.simulate(job["scenario"])
+    took = time.perf_counter() - started
+    rounds, clients = result.rounds, result.clients
+    tag = f"{job['row']} {job['variant']} seed {job['seed']}"
+    print(f"{NAME}: {tag}: {took:.0f} s", file=sys.stderr, flush=True)
+    total, stage1 = released_variance(job, clients)
+    last = clients[clients["round"] == clients["round"].max()]
+    spent = (last["epsilon_spent"] / last["epsilon_total"]).mean()
+    keys = ("row", "variant", "seed")
+    return {k: job[k] for k in keys} | {
+        "accuracy": float(rounds["test_accuracy"].iloc[-5:].mean()),
+        "noise_var": total,
+        "noise_var_stage1": stage1,
+        "eps_spent_share": float(spent),
+        "status": result.manifest["status"],
+        "wall_s": took,
+    }
+
+
+def run_unique(jobs: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
+    """``run_one`` of every job, each distinct scenario run once (rows that change only
+    DPFL-BCS share their WeiAvg runs with the row they start from)."""
+    import json
+
+    keys = [json.dumps(j["scenario"], sort_keys=True) for j in jobs]
+    first: dict[str, dict[str, Any]] = {}
+    for key, job in zip(keys, jobs):
+        first.setdefault(key, job)
+    done = dict(zip(first, _shared.run_jobs(run_one, list(first.values()), workers)))
+    return [done[key] | {"row": job["row"]} for key, job in zip(keys, jobs)]
+
+
+def main() -> None:
+    import yaml
+
+    args = _shared.resolve(build_parser().parse_args(), DEFAULTS)
+    every = QUICK_ROWS if args.quick else [r.key for r in ROWS]
+    wanted = args.rows.split(",") if args.rows else every
+    unknown = sorted(set(wanted) - {r.key for r in ROWS})
+    if unknown:
+        from fedgame.errors import ScenarioError
+
+        raise ScenarioError("--rows", ",".join(unknown), ", ".join(r.key for r in ROWS))
+    rows = [r for r in ROWS if r.key in wanted]
+    base = yaml.safe_load((_shared.ROOT / "scenarios" / "dpfl_bcs.yaml").read_text())
+    jobs = [job for row in rows for job in jobs_of(row, args, base)]
+    _shared.validate_all(j["scenario"] for j in jobs)
+    print(f"{NAME}: {len(rows)} rows, {len(jobs)} runs", flush=True)
+    report = _shared.Report(NAME, args)
+    report.rows = run_unique(jobs, args.workers)
+    summarise(report, rows, {j["row"]: j for j in jobs})
+    report.write()
+
+
+def summarise(report: _shared.Report, rows: list[Row], first: dict[str, dict]) -> None:
+    """The ablation table: one line per row, paired BCS − WeiAvg over seeds."""
+    import numpy as np
+    import pandas as pd
+
+    from fedgame.analysis.stats import paired_difference, t_interval
+
+    df = pd.DataFrame(report.rows).sort_values("seed")
+    out = []
+    for row in rows:
+        sel = df[df.row == row.key]
+        wei, bcs = (sel[sel.variant == v] for v in VARIANTS)
+        job = first[row.key]
+        setting = f"N {job['clients']}, K {job['k']}, T {job['rounds']}, T0 {job['t0']}"
+        ratio = np.mean(bcs.noise_var.to_numpy() / wei.noise_var.to_numpy())
+        stage1 = np.mean(bcs.noise_var_stage1.to_numpy() / bcs.noise_var.to_numpy())
+        out.append(
+            [
+                row.key,
+                row.change,
+                f"{row.mech}, ε_max {row.eps_max:g}; {setting}",
+                len(bcs),
+                t_interval(100 * wei.accuracy).format(),
+                t_interval(100 * bcs.accuracy).format(),
+                paired_difference(list(100 * bcs.accuracy), list(100 * wei.accuracy)).format(),
+                f"{ratio:.2f}",
+                f"{100 * stage1:.0f} %",
+                f"{wei.eps_spent_share.mean():.2f} / {bcs.eps_spent_share.mean():.2f}",
+            ]
+        )
+    report.table(
+        "ablation",
+        "BCS − WeiAvg (pts), one change at a time; mean ± 95% CI over seeds (paired)",
+        [
+            "row",
+            "change (one at a time)",
+            "setting",
+            "seeds",
+            "WeiAvg %",
+            "DPFL-BCS %",
+            "BCS − WeiAvg",
+            "noise var BCS / WeiAvg",
+            "BCS var in stage 1",
+            "ε spent WeiAvg / BCS",
+        ],
+        out,
+    )
+
+
+if __name__ == "__main__":
+    _shared.main(main)
