@@ -6,10 +6,12 @@ from the scripts' ``claims.json``. With ``--docs DIR`` it also splices every gen
 into the pages of DIR (between ``<!-- BEGIN GENERATED <script>/<table> -->`` and ``<!-- END
 GENERATED <script>/<table> -->``; the reproductions table is ``reproductions/claims``) and
 copies the figures there. Only ``make reproduce`` writes docs/; the default OUT is under
-results/.
+results/. The ``*_ablation`` scripts are each paper's one-change-at-a-time investigation;
+``--no-ablations`` skips them.
 
     python analysis/reproduce.py --quick                # minutes; preliminary numbers
     python analysis/reproduce.py --docs docs            # what make reproduce runs
+    python analysis/reproduce.py --docs docs --no-ablations   # the papers' tables only
 """
 
 from __future__ import annotations
@@ -36,7 +38,13 @@ SCRIPTS = {
     "sweep_population_stragglers": False,
     "stragglers_topology_learning": False,
     "qi_dpfl_populations": True,
+    "lightdp_ablation": True,
+    "privacy_aware_ablation": True,
+    "dpfl_bcs_ablation": True,
 }
+#: the one-change-at-a-time investigations (``--no-ablations`` skips them: about 2.5 of the
+#: 3.5 hours)
+ABLATIONS = {name for name in SCRIPTS if name.endswith("_ablation")}
 #: paper id -> (short name, docs page)
 PAGES = {
     "000": ("DPFL-BCS", "dpfl_bcs.md"),
@@ -70,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", type=Path, help="docs folder to update (make reproduce: docs)")
     p.add_argument("--only", nargs="+", choices=list(SCRIPTS), help="run these scripts only")
     p.add_argument("--no-run", action="store_true", help="only rebuild from existing outputs")
+    p.add_argument(
+        "--no-ablations",
+        action="store_true",
+        help="skip the *_ablation investigations (their docs tables stay as they are)",
+    )
     return p
 
 
@@ -147,9 +160,16 @@ def splice(text: str, tables: dict[str, str]) -> tuple[str, list[str]]:
     return BLOCK.sub(sub, text), stale
 
 
+def selected(args: argparse.Namespace) -> list[str]:
+    """The scripts to run: ``--only``'s, else every script (less the ablations if asked)."""
+    if args.only:
+        return list(args.only)
+    return [n for n in SCRIPTS if not (args.no_ablations and n in ABLATIONS)]
+
+
 def main() -> None:
     args = build_parser().parse_args()
-    names = args.only or list(SCRIPTS)
+    names = selected(args)
     if not args.no_run:
         for name in names:
             cmd = script_command(name, args)

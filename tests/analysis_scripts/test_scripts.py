@@ -163,6 +163,18 @@ def test_reproduce_splices_every_block_into_a_docs_copy(quick, tmp_path):
     assert (root / "reproductions_table.md").is_file()
 
 
+def test_reproduce_runs_every_ablation_unless_told_not_to():
+    reproduce = load("reproduce")
+    ablations = {s for s in SCRIPTS if s.endswith("_ablation")}
+    assert ablations and ablations == reproduce.ABLATIONS
+    every = reproduce.selected(reproduce.build_parser().parse_args([]))
+    assert set(every) == set(SCRIPTS) - {"heterogeneous_dp", "reproduce"}
+    fewer = reproduce.selected(reproduce.build_parser().parse_args(["--no-ablations"]))
+    assert set(fewer) == set(every) - ablations
+    only = reproduce.build_parser().parse_args(["--only", "lightdp_ablation", "--no-ablations"])
+    assert reproduce.selected(only) == ["lightdp_ablation"]
+
+
 def test_missing_dataset_is_one_line_and_exit_2(tmp_path):
     out = tmp_path / "out"
     proc = run("dpfl_bcs", "--quick", "--dataset", "mnist", "--out", str(out))
