@@ -20,6 +20,7 @@ WITH_DATASET = {
     "qi_dpfl",
     "lightdp",
     "qi_dpfl_populations",
+    "qi_dpfl_ablation",
 }
 
 
