@@ -18,14 +18,17 @@ setting that fits 2 cores (Table I's MNIST row on full Fashion-MNIST 60k/10k: li
 0.01, T = 30, π = 0.9429, Dirichlet α = 1 and IID; H, θ_th, λ, batch, local steps are not in
 the paper and stay fedgame's) at λ = 0.01 and 1; (iii) one change back from it at λ = 1.
 Without Fashion-MNIST (``--dataset digits``) the rows that need the full training set are left
-out.
+out. Finished runs are kept in ``OUT/finished.jsonl`` (seed by seed); a second call with the
+same ``--out`` and arguments skips them (runs are deterministic per seed).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import _shared
@@ -123,7 +126,8 @@ def logreg_dim(dataset: str) -> int:
 
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
-    """Final accuracy, selected clients and round-1 noise of one run."""
+    """Final accuracy, selected clients and round-1 noise of one run (appended to
+    ``job["store"]``, one JSON line, so that an interrupted script resumes)."""
     result = _shared.simulate(job["scenario"])
     r, c = result.rounds, result.clients
     round1 = c[c["round"] == 1]
@@ -145,7 +149,24 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         clip = float(job["scenario"]["privacy"]["clip"])
         agg = math.sqrt(job["dim"] * float((weights**2 * sigma**2).sum()))
         out |= {"rho_mean": float(first["rho"].mean()), "noise_over_clip": agg / clip}
+    with open(job["store"], "a", encoding="utf-8") as store:
+        store.write(json.dumps(out) + "\n")
     return out
+
+
+def finished(store: Path) -> dict[str, dict[str, Any]]:
+    """The runs an earlier call with the same ``--out`` completed, by key."""
+    if not store.is_file():
+        return {}
+    lines = store.read_text(encoding="utf-8").splitlines()
+    done = {}
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short when the process was stopped
+        done[record["key"]] = record
+    return done
 
 
 def main() -> None:
@@ -168,18 +189,25 @@ def main() -> None:
                 scenario = _shared.apply_sets(
                     row_scenario(base, row, cell, seed, args.rounds), args.overrides
                 )
-                key = json.dumps(scenario, sort_keys=True, default=str)
-                unique.setdefault(key, {"key": key, "scenario": scenario, "dim": dim})
+                text = json.dumps(scenario, sort_keys=True, default=str)
+                key = hashlib.sha256(text.encode()).hexdigest()[:20]
+                job = {"key": key, "scenario": scenario, "dim": dim, "seed": seed}
+                unique.setdefault(key, job)
                 plan.append({"row": i, "cell": cell, "seed": seed, "key": key})
-    jobs = list(unique.values())
-    _shared.validate_all(j["scenario"] for j in jobs)
+    _shared.validate_all(j["scenario"] for j in unique.values())
+    args.out.mkdir(parents=True, exist_ok=True)
+    store = args.out / "finished.jsonl"
+    results = finished(store)
+    jobs = sorted((j for k, j in unique.items() if k not in results), key=lambda j: j["seed"])
     print(
         f"{NAME}: {len(rows)} rows × {len(QI_ROW_CELLS)} cells × {args.seeds} seeds, "
-        f"{len(jobs)} distinct runs",
+        f"{len(unique)} distinct runs, {len(unique) - len(jobs)} done in {store}",
         flush=True,
     )
     report = _shared.Report(NAME, args)
-    results = {r["key"]: r for r in _shared.run_jobs(run_one, jobs, args.workers)}
+    for job in jobs:
+        job["store"] = str(store)
+    results |= {r["key"]: r for r in _shared.run_jobs(run_one, jobs, args.workers)}
     report.rows = [
         {**p, "label": rows[p["row"]].label, "lam": rows[p["row"]].lam}
         | {k: v for k, v in results[p["key"]].items() if k != "key"}
