@@ -24,6 +24,7 @@ same ``--out`` and arguments skips them (runs are deterministic per seed).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
@@ -149,6 +150,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         clip = float(job["scenario"]["privacy"]["clip"])
         agg = math.sqrt(job["dim"] * float((weights**2 * sigma**2).sum()))
         out |= {"rho_mean": float(first["rho"].mean()), "noise_over_clip": agg / clip}
+    del result, r, c, round1, first
+    gc.collect()  # a finished model is a cycle of agents and learner: free it now
     with open(job["store"], "a", encoding="utf-8") as store:
         store.write(json.dumps(out) + "\n")
     return out
