@@ -157,6 +157,34 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def run_coverage(job: dict[str, Any]) -> dict[str, Any]:
+    """The smallest share of a class's training samples that the EMD-selected clients hold
+    (min over classes of Σ_selected n_hj / Σ_h n_hj), from the partition alone (appended to
+    ``job["store"]`` like :func:`run_one`)."""
+    import numpy as np
+
+    from fedgame.model import FedGameModel
+    from fedgame.scenario.load import validate
+
+    model = FedGameModel(validate({**job["scenario"], "rounds": 1}))
+    counts = np.asarray(model.table.label_counts, dtype=float)
+    eligible = model.server.selection_rule.eligible_ids()
+    chosen = np.isin(np.arange(counts.shape[0]), sorted(eligible or ()))
+    out = {"key": job["key"], "class_kept": float((counts[chosen].sum(0) / counts.sum(0)).min())}
+    _release(model)
+    del model
+    gc.collect()
+    with open(job["store"], "a", encoding="utf-8") as store:
+        store.write(json.dumps(out) + "\n")
+    return out
+
+
+def _release(model: Any) -> None:
+    from fedgame.run.single import release_agent_ids
+
+    release_agent_ids(model)
+
+
 def finished(store: Path) -> dict[str, dict[str, Any]]:
     """The runs an earlier call with the same ``--out`` completed, by key."""
     if not store.is_file():
@@ -211,6 +239,18 @@ def main() -> None:
     for job in jobs:
         job["store"] = str(store)
     results |= {r["key"]: r for r in _shared.run_jobs(run_one, jobs, args.workers)}
+    _, _, _, select, _ = QI_ROW_CELLS
+    coverage = {
+        f"classes:{p['key']}": {**unique[p["key"]], "key": f"classes:{p['key']}", "store": store}
+        for p in plan
+        if p["cell"] == select
+    }
+    todo = [job for key, job in coverage.items() if key not in results]
+    results |= {r["key"]: r for r in _shared.run_jobs(run_coverage, todo, args.workers)}
+    for p in plan:
+        p["class_kept"] = (
+            results[f"classes:{p['key']}"]["class_kept"] if p["cell"] == select else math.nan
+        )
     report.rows = [
         {**p, "label": rows[p["row"]].label, "lam": rows[p["row"]].lam}
         | {k: v for k, v in results[p["key"]].items() if k != "key"}
@@ -250,6 +290,7 @@ def summarise(report: _shared.Report, rows: list[Row]) -> None:
                 f"{row.lam:g}",
                 f"{selected:.0f} of {clients:.0f}",
                 f"{100 * col(i, sel, 'data_kept').mean():.0f}",
+                f"{100 * col(i, sel, 'class_kept').mean():.0f}",
                 f"{col(i, qi, 'rho_mean').mean():.2g}",
                 f"{col(i, qi, 'noise_over_clip').mean():.2g}",
                 t_interval(acc(i, qi)).format(2),
@@ -268,6 +309,7 @@ def summarise(report: _shared.Report, rows: list[Row]) -> None:
             "λ",
             "N (QI)",
             "data kept %",
+            "rarest class kept %",
             "ρ_i, t=1",
             "‖noise‖/C, t=1",
             f"QI-DPFL acc % (n={n})",
