@@ -8,7 +8,8 @@ FedAvg − FedAvg-DP (claim "FedAvg-DP lowest"), FedAvg-select − FedAvg (claim
 helps"). Beside them, what sets the noise: N of H (selected of all clients), the mean zCDP
 budget ρ_i a QI-DPFL client plays in round 1 and the L2 norm of the aggregated noise in round
 1 over the clipping bound C (‖Σ_i w_i n_i‖ ≈ sqrt(d·Σ_i w_i² σ_i²) with FedAvg weights w_i and
-σ_i² = 2C²/(ρ_i|D_i|²), Eq. 10; the clipped update itself has norm ≤ C).
+σ_i² = 2C²/(ρ_i|D_i|²), Eq. 10; w_i = 1/N under uniform aggregation; the clipped update
+itself has norm ≤ C).
 
 Rows: (i) fedgame's setting of analysis/qi_dpfl.py (6k/2k Fashion-MNIST, H = 20, Dirichlet
 α = 1, θ_th = 75 % quantile, 3 local steps of 50 at lr 0.1, T = 30) at λ = 0.01 and 1, and a
@@ -35,7 +36,7 @@ from typing import Any
 import _shared
 
 NAME = "qi_dpfl_ablation"
-DEFAULTS = _shared.Defaults(seeds=8, rounds=30, quick_seeds=2, quick_rounds=3)
+DEFAULTS = _shared.Defaults(seeds=5, rounds=30, quick_seeds=2, quick_rounds=3)
 FULL = (("data.dataset.max_train", None), ("data.dataset.max_test", None))
 PAPER = (*FULL, ("training.lr", 0.01))
 IID = ("data.partition", {"kind": "iid"})
@@ -129,6 +130,8 @@ def logreg_dim(dataset: str) -> int:
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Final accuracy, selected clients and round-1 noise of one run (appended to
     ``job["store"]``, one JSON line, so that an interrupted script resumes)."""
+    import numpy as np
+
     result = _shared.simulate(job["scenario"])
     r, c = result.rounds, result.clients
     round1 = c[c["round"] == 1]
@@ -145,7 +148,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     }
     if "rho" in first and first["rho"].notna().any():
         sizes = first["dataset_size"].to_numpy(float)
-        weights = sizes / sizes.sum()
+        uniform = job["scenario"]["aggregation"]["kind"] == "mean"
+        weights = np.full(sizes.size, 1.0 / sizes.size) if uniform else sizes / sizes.sum()
         sigma = first["noise_std"].to_numpy(float)
         clip = float(job["scenario"]["privacy"]["clip"])
         agg = math.sqrt(job["dim"] * float((weights**2 * sigma**2).sum()))
