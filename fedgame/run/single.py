@@ -111,6 +111,7 @@ def simulate(
                     bar.set_postfix_str(f"{model.monitor.log.rounds} degenerate rounds")
                 bar.close()
         result = _result(model, scenario, status, message, replicate, run_id, created, started)
+        release_agent_ids(model)
         result.manifest["timings"]["setup_s"] = setup_s
         if status == "interrupted":
             result.manifest["signal"] = signal.Signals(signum).name
@@ -120,6 +121,21 @@ def simulate(
         raise Interrupted(signum, result)
     stop.raise_pending(result)
     return result
+
+
+def release_agent_ids(model: Any) -> None:
+    """Drop ``model`` from Mesa's class-level agent-id counters.
+
+    Mesa 3 numbers agents with ``Agent._ids``, a ``defaultdict`` keyed by the model that is
+    never emptied, so every finished model (its data, learner and tables) stays alive for as
+    long as the process: a sweep run in one process grows by a model per run until it is
+    killed for memory. The ids of the next model do not change (each model has its own key).
+    """
+    import mesa
+
+    counters = mesa.Agent.__dict__.get("_ids")
+    if isinstance(counters, dict):
+        counters.pop(model, None)
 
 
 def _result(

@@ -23,6 +23,7 @@ WITH_DATASET = {
     "lightdp",
     "qi_dpfl_populations",
     "lightdp_ablation",
+    "qi_dpfl_ablation",
 }
 
 
