@@ -170,8 +170,17 @@ class FedGameModel(mesa.Model):
             RoundInfo(0, resolved.rounds, len(self.clients)), time.perf_counter()
         )
         self.round_wall_time = 0.0
-        self._reporters = reporting
+        # declared capabilities, checked once here (not each round)
+        self._reporters: list[tuple[ReportsRounds | None, ReportsClients | None]] = [
+            (
+                c if isinstance(c, ReportsRounds) else None,
+                c if isinstance(c, ReportsClients) else None,
+            )
+            for c in reporting
+        ]
         self._observers = [c for c in comps.values() if isinstance(c, ObservesFaults)]
+        self._finaliser = self.privacy if isinstance(self.privacy, FinalisesAggregate) else None
+        self._release_recorder = self.privacy if isinstance(self.privacy, RecordsReleases) else None
         self.datacollector = ClientTableCollector(
             round_extra=round_extra, table=self.table, clients=clients_table_mode(resolved)
         )
@@ -417,11 +426,11 @@ class FedGameModel(mesa.Model):
             if delta is None:
                 self.state.aggregation_failed = True
                 return
-            if isinstance(self.privacy, FinalisesAggregate) and self.state.privacy is not None:
+            if self._finaliser is not None and self.state.privacy is not None:
                 gen = self.plan.torch_generator(
                     "noise", self.state.info.round, "central", device=self.world.device
                 )
-                delta = self.privacy.finalise(
+                delta = self._finaliser.finalise(
                     delta, self.state.privacy, num_received=len(ids), generator=gen
                 )
                 if delta is None:  # e.g. secure aggregation could not unmask the sum
@@ -449,9 +458,10 @@ class FedGameModel(mesa.Model):
             sent = self.state.uploaded
             ids = self.state.selected[sent]
             charged, _ = self.budget.charge_admitted(sent)
-            if isinstance(self.privacy, RecordsReleases):  # closed-form ε columns
+            recorder = self._release_recorder
+            if recorder is not None:  # closed-form ε columns
                 charges = charge_columns(plan.charges)
-                self.privacy.record_releases(ids, charges if sent.all() else charges[sent])
+                recorder.record_releases(ids, charges if sent.all() else charges[sent])
             self.table.record_release(charged, self.budget.spent[charged])
             self._refresh_budgets(charged)
             delivered = self.state.responses if sent.all() else self.state.responses[sent]
@@ -465,11 +475,11 @@ class FedGameModel(mesa.Model):
         round ends the run when the scenario says ``game.stop_on_degenerate``.
         """
         self.monitor.check(self)
-        for comp in self._reporters:
-            if isinstance(comp, ReportsRounds):
-                self.extra.update(comp.round_metrics())
-            if isinstance(comp, ReportsClients):
-                for name, values in comp.client_metrics().items():
+        for round_reporter, client_reporter in self._reporters:
+            if round_reporter is not None:
+                self.extra.update(round_reporter.round_metrics())
+            if client_reporter is not None:
+                for name, values in client_reporter.client_metrics().items():
                     if isinstance(values, ClientValues):
                         self.table.extra[name][values.ids] = values.array
                     elif values:

@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 
 def _word(part: str | int) -> int:
     """Stable 32-bit word for a stream name or key (Python's ``hash`` is salted)."""
+    if type(part) is int:  # the common cases first (rounds, client ids; stream names)
+        if part < 0:
+            raise ValueError(f"seed keys must be non-negative, got {part}")
+        return part
+    if type(part) is str:
+        return _name_word(part)
     if isinstance(part, bool | np.bool_):
         part = int(part)
     if isinstance(part, int | np.integer):

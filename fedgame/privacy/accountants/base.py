@@ -86,10 +86,15 @@ def check_step_columns(charges: Charges) -> None:
 def occurrence_rank(ids: np.ndarray) -> np.ndarray:
     """For each row, how many earlier rows have the same id (0 for a first occurrence)."""
     k = len(ids)
+    if k < 2 or bool((ids[1:] > ids[:-1]).all()):  # strictly increasing: all distinct
+        return np.zeros(k, dtype=np.int64)
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
-    starts = np.r_[True, sorted_ids[1:] != sorted_ids[:-1]] if k else np.zeros(0, bool)
-    first = np.maximum.accumulate(np.where(starts, np.arange(k), 0)) if k else starts
+    repeats = sorted_ids[1:] == sorted_ids[:-1]
+    if not repeats.any():  # all distinct
+        return np.zeros(k, dtype=np.int64)
+    starts = np.concatenate(([True], ~repeats))
+    first = np.maximum.accumulate(np.where(starts, np.arange(k), 0))
     rank = np.empty(k, dtype=np.int64)
     rank[order] = np.arange(k) - first
     return rank
