@@ -343,10 +343,11 @@ class FedGameModel(mesa.Model):
         """5. Batched local training of every selected client (under the privacy plan)."""
         if len(self.state.selected) == 0:
             return
-        plan, responses = self._plan_privacy(self.state.selected)
-        ids = self.state.selected
-        if len(ids) == 0:
+        planned = self._plan_privacy(self.state.selected)
+        if planned is None:
             return
+        plan, responses = planned
+        ids = self.state.selected
         self.state.privacy, self.state.responses = plan, responses
         gen = self.plan.torch_generator("training", self.state.info.round, device=self.world.device)
         self.state.local = self.learner.train(
@@ -354,8 +355,9 @@ class FedGameModel(mesa.Model):
         )
         self.table.train_loss[ids] = self.state.local.train_loss.detach().cpu().numpy()
 
-    def _plan_privacy(self, ids: np.ndarray) -> tuple[PrivacyPlan, Responses]:
-        """The privacy plan of the selected ``ids`` that the budget admits in full.
+    def _plan_privacy(self, ids: np.ndarray) -> tuple[PrivacyPlan, Responses] | None:
+        """The privacy plan of the selected ``ids`` that the budget admits in full (None when
+        the budget withdrew every one of them: mechanisms are never asked to plan for nobody).
 
         Every plan goes through ``PrivacyBudget.admit``, which prices the round's releases
         together with the clients' accountants; releases that would pass a budget are
@@ -377,6 +379,8 @@ class FedGameModel(mesa.Model):
             self.state.selection = dataclasses.replace(
                 self.state.selection, client_ids=tuple(ids.tolist())
             )
+            if ids.size == 0:
+                return None
 
     def _withdraw(self, ids: np.ndarray, keep: np.ndarray) -> None:
         """Record refused releases: a client none of whose releases fits declines (``budget``)."""
