@@ -41,6 +41,7 @@ FULL = (("data.dataset.max_train", None), ("data.dataset.max_test", None))
 PAPER = (*FULL, ("training.lr", 0.01))
 IID = ("data.partition", {"kind": "iid"})
 MEAN = ("aggregation", {"kind": "mean"})
+PER_CLIENT = ("data.partition.variant", "per_client")
 DEFAULT_ROW = "fedgame default (qi_dpfl.py)"
 PAPER_ROW = "closest to paper (60k, lr 0.01)"
 
@@ -77,6 +78,12 @@ def rows_for(rounds: int) -> list[Row]:
         Row("default + IID", 1.0, (IID,), quick=True),
         Row("default + Dirichlet α = 0.3", 1.0, (("data.partition.alpha", 0.3),)),
         Row("default + Dirichlet α = 0.1", 1.0, (("data.partition.alpha", 0.1),)),
+        Row("default + per-client Dirichlet α = 1 (Hsu)", 1.0, (PER_CLIENT,)),
+        Row(
+            "default + per-client Dirichlet α = 0.1 (Hsu)",
+            1.0,
+            (PER_CLIENT, ("data.partition.alpha", 0.1)),
+        ),
         Row("default + θ_th = 50 % quantile", 1.0, quantile=0.5),
         Row("default + lr 0.01 (paper)", 1.0, (("training.lr", 0.01),)),
         Row(f"default + T = {t_long}", 1.0, long=True),

@@ -101,10 +101,22 @@ class DirichletLabel:
     concentrates each class on few clients; large ``alpha`` approaches ``iid``. A draw that leaves
     a client below ``min_size`` is re-drawn up to ``max_redraws`` times, then repaired by moving
     random samples from the largest clients, so any feasible request succeeds.
+
+    ``variant="per_client"`` is Hsu et al. (2019)'s own draw, which QI-DPFL cites (note 003
+    §6.3): client sizes differ by at most one and client i's class proportions are
+    q_i ~ Dir(α·p), p the label frequencies. Client i fills its quota class by class,
+    sampling without replacement from what is left of each class; when a class runs out, q_i
+    is renormalised over the classes that remain, so the split always completes.
     """
 
     class Config(PartitionConfig):
         """Parameters of ``dirichlet``."""
+
+        variant: Literal["per_class", "per_client"] = Field(
+            "per_class",
+            description="per_class: each class split by Dir(α·1), unequal sizes; "
+            "per_client: equal sizes, class mix q_i ~ Dir(α·p) (Hsu et al. 2019)",
+        )
 
         alpha: float = Field(
             1.0, gt=0.0, description="Dirichlet concentration (smaller: more label skew)"
@@ -137,6 +149,8 @@ class DirichletLabel:
         """Assign each class's samples to clients by Dirichlet proportions."""
         min_size = self.config.min_size
         check_capacity(labels.shape[0], num_clients=num_clients, min_size=min_size)
+        if self.config.variant == "per_client":
+            return per_client_split(labels, num_clients, alpha=self.config.alpha, rng=rng)
         for _ in range(self.config.max_redraws + 1):
             owner = self._draw(labels, num_clients, rng)
             sizes = np.bincount(owner, minlength=num_clients)
@@ -145,6 +159,39 @@ class DirichletLabel:
         else:
             owner = repair_min_size(owner, num_clients=num_clients, min_size=min_size, rng=rng)
         return finish([np.flatnonzero(owner == k) for k in range(num_clients)])
+
+
+def per_client_split(
+    labels: np.ndarray, num_clients: int, *, alpha: float, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Equal sizes (differ by <= 1), client mix q_i ~ Dir(α·p); see :class:`DirichletLabel`.
+
+    Each client's quota is drawn multinomially from q_i restricted to the classes with samples
+    left (capped by what is left; the shortfall re-drawn on the remaining classes).
+    """
+    classes, inverse = np.unique(labels, return_inverse=True)
+    freq = np.bincount(inverse) / labels.shape[0]
+    pools = [list(rng.permutation(np.flatnonzero(inverse == c))) for c in range(classes.size)]
+    left = np.array([len(pool) for pool in pools], dtype=np.int64)
+    sizes = np.array([p.size for p in np.array_split(np.arange(labels.shape[0]), num_clients)])
+    q = rng.dirichlet(alpha * freq, size=num_clients)
+    parts: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * num_clients
+    for i in rng.permutation(num_clients):
+        take = np.zeros(classes.size, dtype=np.int64)
+        need = int(sizes[i])
+        while need > 0:
+            open_ = left - take > 0
+            w = np.where(open_, q[i], 0.0)
+            w = w / w.sum() if w.sum() > 0 else open_ / open_.sum()
+            draw = np.minimum(rng.multinomial(need, w), left - take)
+            take += draw
+            need -= int(draw.sum())
+        chosen = []
+        for c in np.flatnonzero(take):
+            chosen.extend(pools[c][left[c] - take[c] : left[c]])
+        left -= take
+        parts[i] = np.asarray(chosen, dtype=np.int64)
+    return finish(parts)
 
 
 def repair_min_size(

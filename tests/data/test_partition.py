@@ -26,6 +26,9 @@ from fedgame.errors import ScenarioError
 KINDS = {
     "iid": lambda m: Iid(Iid.Config(min_size=m)),
     "dirichlet": lambda m: DirichletLabel(DirichletLabel.Config(alpha=0.3, min_size=m)),
+    "dirichlet_per_client": lambda m: DirichletLabel(
+        DirichletLabel.Config(alpha=0.3, min_size=m, variant="per_client")
+    ),
     "shards": lambda m: Shards(Shards.Config(classes_per_client=2, min_size=m)),
     "quantity_skew": lambda m: QuantitySkew(QuantitySkew.Config(beta=0.5, min_size=m)),
     "quantity_skew_lognormal": lambda m: QuantitySkew(
@@ -284,3 +287,42 @@ def test_s_similarity_config_is_validated():
     with pytest.raises(ScenarioError) as err:
         create("partition", "s_similarity", {"size_low": 2.0, "size_high": 1.0})
     assert "size_low" in str(err.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(20, 400),
+    num_classes=st.integers(2, 6),
+    num_clients=st.integers(1, 20),
+    alpha=st.floats(0.05, 50.0),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_dirichlet_per_client_equal_sizes_exact_cover(n, num_classes, num_clients, alpha, seed):
+    labels = np.random.default_rng(seed).integers(0, num_classes, n)
+    part = DirichletLabel(DirichletLabel.Config(alpha=alpha, variant="per_client"))
+    assume(n >= num_clients)
+    parts = part.split(labels, num_clients=num_clients, rng=np.random.default_rng(seed))
+    allidx = np.concatenate(parts)
+    assert np.array_equal(np.sort(allidx), np.arange(n))
+    sizes = [p.size for p in parts]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_dirichlet_per_client_min_size_error():
+    part = DirichletLabel(DirichletLabel.Config(min_size=50, variant="per_client"))
+    with pytest.raises(ScenarioError):
+        part.split(np.zeros(100, dtype=np.int64), num_clients=3, rng=np.random.default_rng(0))
+
+
+def test_dirichlet_per_client_mean_mix_is_p_and_spread_falls_with_alpha():
+    rng = np.random.default_rng(0)
+    labels = rng.choice(4, size=20000, p=[0.4, 0.3, 0.2, 0.1])
+    p = np.bincount(labels) / labels.size
+    spreads = []
+    for alpha in (0.1, 1.0, 100.0):
+        part = DirichletLabel(DirichletLabel.Config(alpha=alpha, variant="per_client"))
+        parts = part.split(labels, num_clients=100, rng=np.random.default_rng(1))
+        mix = np.array([np.bincount(labels[q], minlength=4) / q.size for q in parts])
+        assert np.allclose(mix.mean(axis=0), p, atol=1e-9)
+        spreads.append(mix.std(axis=0).mean())
+    assert spreads[0] > spreads[1] > spreads[2]
