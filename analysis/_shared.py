@@ -350,3 +350,16 @@ def main(body: Callable[[], None]) -> None:
     except KeyboardInterrupt:
         print(f"{Path(sys.argv[0]).name}: interrupted", file=sys.stderr)
         sys.exit(130)
+
+
+def pick_rows(rows: Sequence[Any], chosen: str | None, *, quick: Sequence[str] | None) -> list[Any]:
+    """The ablation rows named in ``--rows`` (comma-separated keys), else ``quick``'s keys
+    (``--quick``), else all; an unknown key is a ``ScenarioError`` naming the allowed ones."""
+    from fedgame.errors import ScenarioError
+
+    keys = [r.key for r in rows]
+    wanted = chosen.split(",") if chosen else list(quick) if quick is not None else keys
+    unknown = sorted(set(wanted) - set(keys))
+    if unknown:
+        raise ScenarioError("--rows", ",".join(unknown), ", ".join(keys))
+    return [r for r in rows if r.key in wanted]

@@ -180,14 +180,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     args = _shared.resolve(build_parser().parse_args(), DEFAULTS)
-    every = QUICK_ROWS if args.quick else [r.key for r in ROWS]
-    wanted = args.rows.split(",") if args.rows else every
-    unknown = sorted(set(wanted) - {r.key for r in ROWS})
-    if unknown:
-        from fedgame.errors import ScenarioError
-
-        raise ScenarioError("--rows", ",".join(unknown), ", ".join(r.key for r in ROWS))
-    rows = [r for r in ROWS if r.key in wanted]
+    rows = _shared.pick_rows(ROWS, args.rows, quick=QUICK_ROWS if args.quick else None)
     jobs = [job for row in rows for job in jobs_of(row, args)]
     _shared.validate_all(j["scenario"] for j in jobs)
     print(f"{NAME}: {len(rows)} rows, {len(jobs)} runs", flush=True)
