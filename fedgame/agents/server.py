@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import mesa
 import torch
 
+from fedgame.mechanisms.base import DrawsMasks
 from fedgame.views import ClientView, MarketView, Offer, Response, RoundInfo, Selection
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ class ServerAgent(mesa.Agent):
         self.incentive = incentive
         self.selection_rule = selection
         self.aggregation = aggregation
+        #: declared capability, checked once: only a DrawsMasks aggregator gets the masks rng
+        self._draws_masks = isinstance(aggregation, DrawsMasks)
         self.offer_made = Offer()
         self.selection = Selection(())
         self.payments: dict[int, float] = {}
@@ -51,7 +54,7 @@ class ServerAgent(mesa.Agent):
         info: RoundInfo,
     ) -> torch.Tensor | None:
         """Phase 8: one update from the received rows (None: the aggregation failed)."""
-        rng = self.model.plan.rng("masks", info.round)
+        rng = self.model.plan.rng("masks", info.round) if self._draws_masks else None
         return self.aggregation.aggregate(updates, clients=clients, dropped=dropped, rng=rng)
 
     def pay(self, delivered: Sequence[Response], info: RoundInfo) -> dict[int, float]:

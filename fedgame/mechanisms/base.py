@@ -59,7 +59,8 @@ class Aggregator(Protocol):
 
     ``clients`` are the senders of the rows of ``updates``; ``dropped`` the selected clients
     whose update never arrived (stragglers), for aggregators that must know (secure
-    aggregation); ``rng`` the round's ``masks`` stream. Returning ``None`` means the round's
+    aggregation); ``rng`` the round's ``masks`` stream, handed only to aggregators that
+    declare :class:`DrawsMasks` (None for the others). Returning ``None`` means the round's
     aggregation failed: the global model is left unchanged and the round is flagged.
     """
 
@@ -134,6 +135,16 @@ class WeightedSumAggregator(Protocol):
     """
 
     def weights(self, clients: Sequence[ClientView]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class DrawsMasks(Protocol):
+    """Capability of an aggregator: it draws from the round's ``masks`` stream (secure
+    aggregation's pairwise mask seeds). Only such an aggregator is handed an ``rng``; for the
+    others the stream is never derived (a round saves building a generator it would not use).
+    """
+
+    draws_masks: bool
 
 
 @runtime_checkable

@@ -35,6 +35,8 @@ class SecureAggregation:
     """
 
     round_columns = ("secure_dropped", "secure_recovered", "secure_error")
+    #: declared capability (``DrawsMasks``): the round's ``masks`` stream seeds the pair masks
+    draws_masks = True
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
