@@ -127,7 +127,7 @@ def population(data: dict[str, Any]) -> tuple[Any, Any]:
     sc = validate(data)
     world = build_world(sc, plan=SeedPlan(sc.seed, 0))
     sizes = world.population["dataset_size"].astype(float)
-    batch = sc.config("selection").batch_size
+    batch = sc.config("selection").batch_size or sc.training.batch_size  # unset: the learner's
     v = pa.noise_factors(
         epsilons=world.population["epsilon_total"],
         deltas=world.population["delta"],

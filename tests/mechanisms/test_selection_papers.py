@@ -17,6 +17,7 @@ import fedgame.mechanisms.selection.presampled
 import fedgame.mechanisms.selection.round_robin as rr
 import fedgame.plugins  # noqa: F401
 from fedgame.errors import ScenarioError
+from fedgame.game import privacy_aware as pa_game
 from fedgame.mechanisms.aggregation.weighted_eps import WeightedEpsilon
 from fedgame.model import FedGameModel
 from fedgame.run.single import simulate
@@ -167,3 +168,49 @@ def test_optimal_queries_gaussian_follows_the_sign_of_d(tiny, monkeypatch):
     monkeypatch.setattr(queries, "gaussian_constants", lambda **kw: (1.0, -1.0, 1.0, 2.0))
     model = FedGameModel(validate(_scenario(tiny, sel)))
     assert model.server.selection_rule.active_rounds == 0
+
+
+def _local_sgd(tiny, selection, batch):
+    d = _scenario(tiny, selection)
+    d["training"] = {"mode": "local_sgd", "local_steps": 2, "batch_size": batch, "device": "cpu"}
+    return d
+
+
+def test_privacy_aware_batch_follows_the_learners_batch(tiny):
+    unset = FedGameModel(validate(_local_sgd(tiny, {"kind": "privacy_aware", "k": 4}, 8)))
+    explicit = FedGameModel(
+        validate(_local_sgd(tiny, {"kind": "privacy_aware", "k": 4, "batch_size": 8}, 8))
+    )
+    a, b = (m.world.components["selection"] for m in (unset, explicit))
+    assert a.batch == b.batch == 8
+    np.testing.assert_array_equal(a.p, b.p)  # V_k of Eq. 7 at r_k = min(1, 8/|M_k|)
+    # under fedsgd the step uses the whole local set: r_k = 1 (no batch)
+    full = FedGameModel(validate(_scenario(tiny, {"kind": "privacy_aware", "k": 4})))
+    sel = full.world.components["selection"]
+    assert sel.batch is None
+    views = full.table.views()
+    sizes = np.maximum(views.column("dataset_size"), 1.0)
+    v = pa_game.noise_factors(
+        epsilons=views.column("epsilon_total"),
+        deltas=views.column("delta"),
+        sample_rates=np.ones_like(sizes),
+        sizes=sizes,
+    )
+    np.testing.assert_allclose(
+        sel.p, pa_game.selection_probabilities(sizes=sizes, v=v, eta_d=1e4), rtol=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("batch", "training_batch", "fedsgd", "allowed"),
+    [(16, 8, False, "must equal training.batch_size (8)"), (16, 16, True, "left unset under")],
+)
+def test_privacy_aware_batch_that_disagrees_with_the_learner_is_refused(
+    tiny, batch, training_batch, fedsgd, allowed
+):
+    selection = {"kind": "privacy_aware", "k": 4, "batch_size": batch}
+    d = _scenario(tiny, selection) if fedsgd else _local_sgd(tiny, selection, training_batch)
+    with pytest.raises(ScenarioError) as info:
+        validate(d)
+    assert info.value.key == "selection.batch_size"
+    assert allowed in str(info.value)

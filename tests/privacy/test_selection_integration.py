@@ -152,7 +152,7 @@ RUNS = {
     "bcs_dpfl_c2_1.5": {},
     "bcs_accountant": {"privacy": {"calibration": "accountant"}},
     "privacy_aware_dpsgd": {
-        "selection": {"kind": "privacy_aware", "k": 4, "eta_d": 1e4, "batch_size": 16},
+        "selection": {"kind": "privacy_aware", "k": 4, "eta_d": 1e4},
         "privacy": {"kind": "dpsgd_local", "calibration": "accountant", "clip": 1.0},
     },
     "round_robin_laplace": {

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
 from fedgame.game import privacy_aware as pa
+from fedgame.privacy.local_common import training_from
 from fedgame.registry import register
 from fedgame.views import ClientView, RoundInfo, Selection, SetupContext
 
@@ -108,23 +109,62 @@ class UnbiasedSelection(PresampledSelection):
 class PrivacyAwareSelection(PresampledSelection):
     """Pre-sampled i.i.d. selection with paper 001's privacy-aware probabilities (Problem 1).
 
-    ``eta_d`` is the single knob eta*D (note 001 §8.2); ``batch_size`` B_k sets the sampling
-    ratio r_k = min(1, B_k/|M_k|) in V_k (Eq. 7).
+    ``eta_d`` is the single knob eta*D (note 001 §8.2); the batch B_k sets the sampling
+    ratio r_k = min(1, B_k/|M_k|) in V_k (Eq. 7). B_k is the learner's batch: unset, it is
+    read from ``training.batch_size`` (``local_sgd``; r_k = 1 under ``fedsgd``, one step on
+    the whole local set); set, it must equal that batch, so that the selection's V_k and the
+    noise the clients' DP-SGD adds describe the same sampling (checked at validation).
     """
 
     class Config(PresampledSelection.Config):
         eta_d: PositiveFloat = Field(
             1e4, description="the single knob eta x D of paper 001's Problem 1"
         )
-        batch_size: PositiveInt = Field(
-            64, description="batch B_k in the sampling ratio r_k = min(1, B_k/|M_k|) of Eq. 7"
+        batch_size: PositiveInt | None = Field(
+            None,
+            description=(
+                "batch B_k in r_k = min(1, B_k/|M_k|) of Eq. 7; unset: training.batch_size "
+                "(r_k = 1 under fedsgd); if set, it must equal training.batch_size"
+            ),
         )
 
     round_columns = ("presampled_missing", "pa_selection_gap", "pa_objective")
 
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        #: B_k of Eq. 7 (None: r_k = 1, the fedsgd full-batch step); resolved in ``prepare``
+        self.batch: int | None = config.batch_size
+
+    @staticmethod
+    def check_scenario(config: Any, scenario: Any, *, key: str) -> None:
+        PresampledSelection.check_scenario(config, scenario, key=key)
+        training = scenario.training
+        if config.batch_size is None:
+            return
+        if training.mode == "fedsgd":
+            raise ScenarioError(
+                f"{key}.batch_size",
+                config.batch_size,
+                "must be left unset under training.mode fedsgd (each step uses the whole local "
+                "set: r_k = 1)",
+            )
+        if config.batch_size != training.batch_size:
+            raise ScenarioError(
+                f"{key}.batch_size",
+                config.batch_size,
+                f"must equal training.batch_size ({training.batch_size}), the batch the clients "
+                "sample, or be left unset (it then follows training.batch_size)",
+            )
+
+    def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
+        if self.config.batch_size is None:
+            training = training_from(ctx)
+            self.batch = None if training.mode == "fedsgd" else training.batch_size
+        super().prepare(ctx, rng=rng)
+
     def probabilities(self, clients: Sequence[ClientView]) -> np.ndarray:
         sizes = np.array([max(c.dataset_size, 1) for c in clients], dtype=float)
-        rates = np.minimum(1.0, self.config.batch_size / sizes)
+        rates = np.ones_like(sizes) if self.batch is None else np.minimum(1.0, self.batch / sizes)
         v = pa.noise_factors(
             epsilons=[c.epsilon_total for c in clients],
             deltas=[c.delta for c in clients],
