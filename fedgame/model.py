@@ -295,6 +295,7 @@ class FedGameModel(mesa.Model):
         """2. The leader announces its reward / plan."""
         market = self._market()
         self.state.offer = self.server.offer(market, self.state.info)
+        self.monitor.at_play(self.table)
 
     def phase_respond(self) -> None:
         """3. Followers decide participation and privacy level: each agent type's ``respond``.

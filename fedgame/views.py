@@ -9,7 +9,7 @@ carried here with neutral defaults so every family speaks the same types.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -59,6 +59,22 @@ class ClientViews(Sequence[ClientView]):
             )
         column = self._table.column(name)
         return column.copy() if self._everyone else column[self._ids]
+
+    def budget_derived(
+        self, name: str, compute: Callable[[ClientViews], np.ndarray], *, static: bool = False
+    ) -> np.ndarray:
+        """``compute`` of every client's views, a per-client array that depends on the
+        budget columns only (ε total, ε spent, δ), at these clients (a copy).
+
+        Computed once per budget state of the model's table and shared by every reader of
+        that state (the leader, each behaviour and the round check ask for the same
+        remaining budgets): bit for bit what ``compute(self)`` gives, for an elementwise
+        ``compute``. ``static``: ``compute`` reads static columns only (ε total, δ): once
+        until one of them changes.
+        """
+        table = self._table
+        full = table.budget_derived(name, lambda: compute(table.views()), static=static)
+        return full.copy() if self._everyone else full[self._ids]
 
     def __len__(self) -> int:
         return len(self._ids)

@@ -38,6 +38,7 @@ class _Column:
             agent.table.static_changed()
         else:  # a round's or a state column changed: the row is active this round
             agent.table.touch([agent.client_id])
+            agent.table.budget_version += 1  # it may be ε spent: a new budget state
 
 
 @runtime_checkable

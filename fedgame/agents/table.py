@@ -11,7 +11,7 @@ Python loop over the population. Views for plug-ins are built from the row when 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -84,6 +84,12 @@ class ClientTable:
         self.extra = {name: np.full(n, math.nan) for name in self.extra_columns}
         self._static_copies: dict[str, np.ndarray] = {}
         self._touched: list[np.ndarray] = []  # rows this round wrote in the sparse columns
+        #: the budget state: bumped whenever ε spent, ε total or δ may have changed
+        self.budget_version = 0
+        #: the static state: bumped whenever a static column (ε total, δ, ...) may have changed
+        self.static_version = 0
+        #: name -> {state version: array}, the last two states (``budget_derived``)
+        self._budget_cache: dict[str, dict[int, np.ndarray]] = {}
 
     def __len__(self) -> int:
         return self.size
@@ -161,8 +167,11 @@ class ClientTable:
         return block
 
     def static_changed(self) -> None:
-        """A static attribute was overwritten: the next snapshot copies them afresh."""
+        """A static attribute was overwritten: the next snapshot copies them afresh (and a
+        budget, ε total or δ, may have changed: a new budget state)."""
         self._static_copies = {}
+        self.budget_version += 1
+        self.static_version += 1
 
     # ------------------------------------------------------------------ views
     def view(self, client_id: int) -> ClientView:
@@ -225,6 +234,37 @@ class ClientTable:
         cols["epsilon_charged"][ids] = epsilon_spent - cols["epsilon_spent"][ids]
         cols["epsilon_spent"][ids] = epsilon_spent
         cols["participations"][ids] += 1
+        self.budget_version += 1
+
+    def budget_derived(
+        self,
+        name: str,
+        compute: Callable[[], np.ndarray],
+        *,
+        version: int | None = None,
+        static: bool = False,
+    ) -> np.ndarray | None:
+        """A per-client array computed from the budget columns only (ε total, ε spent, δ),
+        e.g. the remaining zCDP budget: ``compute()`` runs once per budget state and the
+        answer is shared by every reader of that state (read-only: copy before writing).
+
+        ``static``: it reads static columns only (e.g. ρ of ε total), so it lasts until one
+        of them changes (``static_version``). ``version``: an earlier state; its answer when
+        it was computed and is one of the last two states, else None (it cannot be
+        recomputed).
+        """
+        states = self._budget_cache.setdefault(("static " if static else "") + name, {})
+        current = self.static_version if static else self.budget_version
+        if version is not None and version != current:
+            return states.get(version)
+        found = states.get(current)
+        if found is None:
+            found = np.asarray(compute())
+            found.setflags(write=False)
+            states[current] = found
+            for old in [v for v in states if v < current - 1]:
+                del states[old]
+        return found
 
     def settle(self, payments: dict[int, float]) -> None:
         """Phase 9: rewards paid and every client's utility reward − ν·ε_charged.

@@ -37,11 +37,7 @@ from fedgame.game.degeneracy import DegeneracyLog, kinds_of
 from fedgame.game.diagnostics import gaps_of
 from fedgame.game.rules import GameRules
 from fedgame.mechanisms.policy.game import equilibrium
-from fedgame.mechanisms.policy.market import (
-    contest_of,
-    epsilon_to_zcdp,
-    epsilon_to_zcdp_uncached,
-)
+from fedgame.mechanisms.policy.market import contest_of, rho_left
 from fedgame.views import ClientValues, MarketView
 
 ROUND_COLUMNS = (
@@ -109,6 +105,14 @@ class RoundMonitor:
         self.stop_requested = False
         self.previous_reward = math.nan
         self._round: dict[str, float] = {}
+        self._left_at_play: np.ndarray | None = None
+
+    def at_play(self, table: Any) -> None:
+        """Note the state the followers play in (called once the offer is out, before any
+        budget is charged): every client's remaining zCDP budget then, the caps of the
+        round's equilibrium (shared with the leader's and the followers' reading of it)."""
+        if self.contest:
+            self._left_at_play = rho_left(table.views())
 
     def check(self, model: Any) -> None:
         """Diagnose the round the model just played (writes the clients-table columns).
@@ -145,7 +149,10 @@ class RoundMonitor:
     ) -> None:
         table, offer = model.table, model.state.offer
         market = MarketView(table.views(), model.state.info, game=self.rules)
-        left = self._left_at_play(table)
+        left = self._left_at_play
+        if left is None:
+            raise RuntimeError("RoundMonitor.check needs at_play(table) earlier in the round")
+        self._left_at_play = None  # one round's state
         contest = contest_of(offer, market, left=left, min_left=MIN_LEFT)
         nan = math.nan
         self._round = dict.fromkeys(ROUND_COLUMNS, nan)
@@ -215,16 +222,6 @@ class RoundMonitor:
             "belief_error_max": float(error.max()),
             "belief_error_active": float(error[played].mean()) if played.any() else math.nan,
         }
-
-    @staticmethod
-    def _left_at_play(table: Any) -> np.ndarray:
-        """Every client's remaining zCDP budget when it answered the offer (before this
-        round's charge: ε spent minus ε charged)."""
-        total = table.epsilon_total
-        spent = np.clip(table.epsilon_spent - table.epsilon_charged, 0.0, total)
-        # the spent budgets at play are new each round: converted without the memo
-        left = epsilon_to_zcdp(total, table.delta) - epsilon_to_zcdp_uncached(spent, table.delta)
-        return np.where(np.isinf(total), np.inf, np.maximum(left, 0.0))
 
     def round_metrics(self) -> dict[str, float]:
         return dict(self._round) if self.round_columns else {}

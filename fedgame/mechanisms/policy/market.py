@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from fedgame.game.memo import ArrayMemo, array_key
-from fedgame.views import MarketView, Offer, column_of, ids_of
+from fedgame.views import ClientViews, MarketView, Offer, column_of, ids_of
 
 
 def epsilon_to_zcdp(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -41,12 +41,36 @@ _ZCDP = ArrayMemo(size=8)
 
 
 def rho_left(clients: Sequence[Any]) -> np.ndarray:
-    """Remaining zCDP budget of every client (inf without a finite budget)."""
+    """Remaining zCDP budget of every client (inf without a finite budget).
+
+    Views of the model's table get it from the table's budget state
+    (:meth:`~fedgame.views.ClientViews.budget_derived`: once per state for everyone, the
+    same numbers); other sequences are converted here."""
+    if isinstance(clients, ClientViews):
+        return clients.budget_derived("rho_left", _table_rho_left)
     total = column_of(clients, "epsilon_total")
-    spent = np.minimum(column_of(clients, "epsilon_spent"), total)
     delta = column_of(clients, "delta")
-    left = epsilon_to_zcdp(total, delta) - epsilon_to_zcdp(spent, delta)
-    return np.where(np.isinf(total), np.inf, np.maximum(left, 0.0))
+    return _left(total, epsilon_to_zcdp(total, delta), column_of(clients, "epsilon_spent"), delta)
+
+
+def _table_rho_left(everyone: ClientViews) -> np.ndarray:
+    """:func:`rho_left` of every client of the table: ρ(ε total) once per static state."""
+    total = everyone.column("epsilon_total")
+    delta = everyone.column("delta")
+    rho_total = everyone.budget_derived("rho_total", _rho_total, static=True)
+    return _left(total, rho_total, everyone.column("epsilon_spent"), delta)
+
+
+def _rho_total(everyone: ClientViews) -> np.ndarray:
+    return epsilon_to_zcdp_uncached(everyone.column("epsilon_total"), everyone.column("delta"))
+
+
+def _left(
+    total: np.ndarray, rho_total: np.ndarray, spent: np.ndarray, delta: np.ndarray
+) -> np.ndarray:
+    """ρ(ε total) − ρ(min(ε spent, ε total)), at least 0 (inf without a finite budget)."""
+    spent_rho = epsilon_to_zcdp_uncached(np.minimum(spent, total), delta)
+    return np.where(np.isinf(total), np.inf, np.maximum(rho_total - spent_rho, 0.0))
 
 
 def rho_remaining(view: Any) -> float:
