@@ -20,7 +20,7 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -44,6 +44,18 @@ T = TypeVar("T")
 
 #: origin of the plug-ins that ship with fedgame
 BUILT_IN = "built-in"
+
+
+@runtime_checkable
+class ChecksScenario(Protocol):
+    """A plug-in class checking its config against other sections; the loader calls it per load.
+
+    ``check_scenario`` is a staticmethod raising ``ScenarioError`` on a bad combination, ``key``
+    being the dotted path of the plug-in's section (e.g. ``"aggregation"``).
+    """
+
+    @staticmethod
+    def check_scenario(config: Any, scenario: Any, *, key: str) -> None: ...
 
 
 class EmptyConfig(BaseModel):

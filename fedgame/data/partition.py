@@ -28,6 +28,15 @@ class PartitionConfig(BaseModel):
 
 
 @runtime_checkable
+class DeclaresMinSize(Protocol):
+    """A partition config declaring ``min_size`` (as :class:`PartitionConfig` does); the preflight
+    capacity check reads it, taking 1 for a config without it."""
+
+    @property
+    def min_size(self) -> int: ...
+
+
+@runtime_checkable
 class ChecksCapacity(Protocol):
     """Capability of a partition with its own rule for the training samples it needs (one
     whose clients share samples); raises ``ScenarioError`` on its own keys. Partitions

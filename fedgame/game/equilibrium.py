@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,6 +24,30 @@ _MIN_DAMPING = 1 / 1024
 
 Utility = Callable[[np.ndarray], np.ndarray]
 """Maps a budget profile ρ (shape N) to every client's utility (shape N)."""
+
+
+@runtime_checkable
+class FollowerGame(Protocol):
+    """A utility declaring its strategy bounds; :func:`solve_followers` reads them once."""
+
+    def __call__(self, rho: np.ndarray) -> np.ndarray: ...
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@runtime_checkable
+class AggregateWarmStart(Protocol):
+    """A utility solving its own aggregative equilibrium; :func:`solve_followers` starts there."""
+
+    def aggregate_equilibrium(self) -> np.ndarray | None: ...
+
+
+@runtime_checkable
+class AnalyticBestResponse(Protocol):
+    """A utility with a fast best response (None: no closed form); :func:`solve_followers`
+    uses it in place of the numeric search when ``analytic=True``."""
+
+    def analytic_best_response(self, i: int, rho: np.ndarray) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -265,21 +289,25 @@ def solve_followers(
 
     Args:
         utility: profile → utilities, e.g. a :class:`FollowerUtility`.
-        bounds: (lower, upper) strategy bounds, broadcast to N; default ``utility.bounds()``.
+        bounds: (lower, upper) strategy bounds, broadcast to N; default ``utility.bounds()``
+            (a :class:`FollowerGame`; other utilities must pass them).
         rho0: start profile; default a quarter of each upper bound over N.
         scheme: ``"gauss_seidel"`` or ``"jacobi"``.
         tol: convergence threshold on the sweep's residual, relative to max ρ.
         max_iter: maximum number of sweeps.
         xatol: absolute tolerance of each 1-D maximisation.
-        analytic: use ``utility.analytic_best_response`` when it gives one (fast path).
+        analytic: use ``utility.analytic_best_response`` when it gives one (fast path; a
+            utility declaring :class:`AnalyticBestResponse`).
         damping: ``"adaptive"`` or a fixed relaxation α in (0, 1].
-        warm_start: when ``rho0`` is not given and the utility offers
-            ``aggregate_equilibrium`` (aggregative games such as :class:`FollowerUtility`),
+        warm_start: when ``rho0`` is not given and the utility declares
+            :class:`AggregateWarmStart` (aggregative games such as :class:`FollowerUtility`),
             start from that share-function solution; the best-response sweeps then verify it
             is a fixed point (one or two sweeps) instead of crawling to it.
     """
     if bounds is None:
-        bounds = utility.bounds()  # type: ignore[attr-defined]
+        if not isinstance(utility, FollowerGame):
+            raise TypeError("solve_followers: pass bounds= for a utility without bounds()")
+        bounds = utility.bounds()
     lower, upper = (np.asarray(b, dtype=float) for b in bounds)
     if scheme not in ("gauss_seidel", "jacobi"):
         raise ScenarioError("scheme", scheme, "one of 'gauss_seidel', 'jacobi'")
@@ -289,8 +317,9 @@ def solve_followers(
     if not adaptive and not (isinstance(damping, int | float) and 0 < damping <= 1):
         raise ScenarioError("damping", damping, "'adaptive' or a number in (0, 1]")
     alpha = np.full(np.size(upper), 1.0 if adaptive else float(damping))
-    start = getattr(utility, "aggregate_equilibrium", None) if warm_start else None
-    guess = start() if (rho0 is None and start is not None) else None
+    guess = None
+    if warm_start and rho0 is None and isinstance(utility, AggregateWarmStart):
+        guess = utility.aggregate_equilibrium()
     if rho0 is None and guess is not None:
         rho = np.array(guess, dtype=float)
     elif rho0 is None:
@@ -299,7 +328,9 @@ def solve_followers(
         rho = np.array(rho0, dtype=float)
     lower, upper = np.broadcast_to(lower, rho.shape), np.broadcast_to(upper, rho.shape)
     rho = np.clip(rho, lower, upper)
-    fast = getattr(utility, "analytic_best_response", None) if analytic else None
+    fast = None
+    if analytic and isinstance(utility, AnalyticBestResponse):
+        fast = utility.analytic_best_response
     residual = np.inf
     direction = np.zeros(rho.size)
     for sweep in range(1, max_iter + 1):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,17 @@ class ModelSize:
     def of_layers(cls, *, num_params: int, widths: Sequence[int]) -> ModelSize:
         """From the parameter count and each leaf layer's per-sample output size, in order."""
         return cls(int(num_params), int(sum(widths)), int(max(widths, default=1)))
+
+
+@runtime_checkable
+class BuildsModel(Protocol):
+    """A model plug-in: ``build`` returns the torch module skeleton (on ``meta``) for the data.
+
+    The learner calls it to make the model; the memory estimate checks it (with
+    :class:`SizedModel` first) and sizes a plug-in without either as unknown.
+    """
+
+    def build(self, *, input_shape: tuple[int, ...], num_classes: int) -> Any: ...
 
 
 @runtime_checkable

@@ -187,3 +187,14 @@ class ObservesFaults(Protocol):
     """
 
     def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None: ...
+
+
+@runtime_checkable
+class SelectsK(Protocol):
+    """Capability of a selection rule's config: ``k`` clients a round; the memory estimate reads it.
+
+    ``k`` bounds the clients trained at once (draws with replacement may repeat a client).
+    """
+
+    @property
+    def k(self) -> int: ...

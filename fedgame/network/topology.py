@@ -4,8 +4,9 @@ Every client also has a link to the server; that link is not a graph edge. Pairw
 mechanisms (masks, pairwise noise, secret shares) exist only on graph edges. Random
 generators are seeded from the ``topology`` stream of the SeedPlan: the generator passed to
 ``build`` yields one integer seed for networkx, so the same scenario seed gives the same graph.
-Every topology states ``expected_edges(num_clients)`` so the preflight checks can size the
-graph before it is built (networkx keeps about :data:`BYTES_PER_EDGE` bytes per edge).
+Every built-in topology declares :class:`ExpectsEdges` (``expected_edges(num_clients)``) so the
+preflight checks can size the graph before it is built (networkx keeps about
+:data:`BYTES_PER_EDGE` bytes per edge).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
@@ -29,6 +30,20 @@ if TYPE_CHECKING:
 BYTES_PER_EDGE = 400
 #: largest edge file read (about two million "i j" lines)
 MAX_EDGE_FILE_BYTES = 32 << 20
+
+
+class Topology(Protocol):
+    """A client-client graph over ids 0..N-1, seeded from the ``topology`` stream."""
+
+    def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph: ...
+
+
+@runtime_checkable
+class ExpectsEdges(Protocol):
+    """Capability of a topology: its expected edge count for N clients; the memory estimate
+    (:mod:`fedgame.scenario.footprint`) reads it, counting no edges for a topology without it."""
+
+    def expected_edges(self, num_clients: int) -> float: ...
 
 
 def _pairs(n: int) -> float:

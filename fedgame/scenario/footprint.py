@@ -6,7 +6,8 @@ the dataset's :class:`~fedgame.data.datasets.DataFootprint` (a ``SizedDataset`` 
 file headers), the model's :class:`~fedgame.learning.model_size.ModelSize` (a ``SizedModel``
 states it from its architecture without torch; any other model plug-in builds its skeleton on
 torch's ``meta`` device: parameter count, activation widths from :func:`layer_widths`), the
-topology's ``expected_edges``. The constants below were measured on the CPU
+topology's ``expected_edges`` (:class:`~fedgame.network.topology.ExpectsEdges`), the selection's
+``k`` (:class:`~fedgame.mechanisms.base.SelectsK`). The constants below were measured on the CPU
 build; ``python bench/memory_estimate.py`` prints the estimate beside the peak memory of real
 runs (the quickstart: 524 MiB estimated, 499 MiB measured):
 
@@ -35,8 +36,9 @@ from fedgame import registry
 from fedgame.agents.table import CLIENT_COLUMNS
 from fedgame.data.datasets import DataFootprint, SizedDataset
 from fedgame.errors import ScenarioError
-from fedgame.learning.model_size import ModelSize, SizedModel
-from fedgame.network.topology import BYTES_PER_EDGE
+from fedgame.learning.model_size import BuildsModel, ModelSize, SizedModel
+from fedgame.mechanisms.base import SelectsK
+from fedgame.network.topology import BYTES_PER_EDGE, ExpectsEdges
 from fedgame.scenario.schema import Scenario
 
 BASE_BYTES = 512 << 20
@@ -166,17 +168,19 @@ def estimate(scenario: Scenario) -> Footprint:
 
 
 def _trained_per_round(scenario: Scenario) -> int:
-    """Clients trained at once: the selection's ``k`` when it has one, else everyone."""
+    """Clients trained at once: the selection's ``k`` when it declares one, else everyone."""
     n = scenario.population.clients
-    k = getattr(scenario.config("selection"), "k", None)
+    config = scenario.config("selection")
+    k = config.k if isinstance(config, SelectsK) else None
     return max(1, min(k, n)) if isinstance(k, int) and not isinstance(k, bool) else n
 
 
 def _topology_term(scenario: Scenario) -> Term:
     kind = scenario.network.topology.kind
     topology = registry.create("topology", kind, scenario.config("network.topology"))
-    edges_of = getattr(topology, "expected_edges", None)  # declared by every built-in topology
-    edges = edges_of(scenario.population.clients) if edges_of is not None else 0.0
+    edges = 0.0
+    if isinstance(topology, ExpectsEdges):
+        edges = topology.expected_edges(scenario.population.clients)
     return Term(
         "topology", "network.topology", kind, int(edges * BYTES_PER_EDGE), "a sparser topology"
     )
@@ -216,10 +220,9 @@ def _model_size(
     plugin = registry.create("model", kind, json.loads(config_json))
     if isinstance(plugin, SizedModel):
         return plugin.size(input_shape=input_shape, num_classes=num_classes)
-    build = getattr(plugin, "build", None)
-    if build is None:
+    if not isinstance(plugin, BuildsModel):
         return None
-    module = build(input_shape=input_shape, num_classes=num_classes)
+    module = plugin.build(input_shape=input_shape, num_classes=num_classes)
     params = sum(p.numel() for p in module.parameters())
     widths = layer_widths(module, input_shape)
     return ModelSize(int(params), int(sum(widths)), int(max(widths, default=1)))

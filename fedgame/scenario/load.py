@@ -173,7 +173,8 @@ def resolve_components(scenario: Scenario) -> None:
 
 
 def check_cross_fields(scenario: Scenario) -> None:
-    """Checks that need several sections; plug-ins add theirs via ``check_scenario``."""
+    """Checks that need several sections; plug-in classes declaring
+    :class:`~fedgame.registry.ChecksScenario` add theirs."""
     pop = scenario.population
     if pop.colluders >= pop.clients:
         raise ScenarioError(
@@ -197,9 +198,8 @@ def check_cross_fields(scenario: Scenario) -> None:
             )
     for path, family in COMPONENT_FAMILIES.items():
         cls = registry.entry(family, scenario.component(path).kind).cls
-        check = getattr(cls, "check_scenario", None)
-        if check is not None:
-            check(scenario.config(path), scenario, key=path)
+        if issubclass(cls, registry.ChecksScenario):
+            cls.check_scenario(scenario.config(path), scenario, key=path)
 
 
 def _check_range(

@@ -74,7 +74,7 @@ def preflight(
 def check_partition(scenario: Scenario, footprint: Footprint) -> None:
     """Every client gets the partition's ``min_size`` samples (when the sizes are exact)."""
     from fedgame import registry
-    from fedgame.data.partition import ChecksCapacity, check_capacity
+    from fedgame.data.partition import ChecksCapacity, DeclaresMinSize, check_capacity
 
     data = footprint.data
     if data is None or not data.exact:
@@ -88,7 +88,8 @@ def check_partition(scenario: Scenario, footprint: Footprint) -> None:
                 num_train=data.num_train, num_classes=data.num_classes, num_clients=n
             )
         else:
-            check_capacity(data.num_train, num_clients=n, min_size=getattr(config, "min_size", 1))
+            min_size = config.min_size if isinstance(config, DeclaresMinSize) else 1
+            check_capacity(data.num_train, num_clients=n, min_size=min_size)
     except ScenarioError as err:
         raise err.with_prefix("data.partition") from None
 

@@ -58,6 +58,7 @@ def _typical(dist: Any, low: float, high: float) -> float:
 
 
 def _has(scenario: Scenario, path: str, field: str) -> bool:
+    """Whether the plug-in at ``path`` declares ``field`` in its ``Config``."""
     return field in type(scenario.config(path)).model_fields
 
 
@@ -81,7 +82,8 @@ def knobs(scenario: Scenario) -> list[Knob]:
         out.append(Knob("network.faults.link_failure", "link failure", fail, 0.0, 0.9, 0.01))
     kinds = tuple(registry.names("incentive"))
     out.append(Knob(INCENTIVE_KIND, "reward (incentive)", scenario.incentive.kind, choices=kinds))
-    gamma = float(getattr(scenario.config("incentive"), "gamma", 0.5))
+    has_gamma = _has(scenario, "incentive", "gamma")
+    gamma = float(scenario.config("incentive").gamma) if has_gamma else 0.5
     out.append(Knob(GAMMA, "γ (incentive)", gamma, 0.05, 0.95, 0.05))
     eps = round(_typical(pop.budget.epsilon, 0.5, 200.0), 2)
     out.append(Knob("population.budget.epsilon", "ε budget per client", eps, 0.5, 200.0, 0.5))
