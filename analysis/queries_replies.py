@@ -59,12 +59,44 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
 
         torch.set_num_threads(1)
         model = FedGameModel(validate(job["scenario"]))
-        t_star = float(model.world.components["selection"].t_star)
-        return keys | {"t_star": t_star, "accuracy": float("nan"), "loss": float("nan")}
+        planner = model.world.components["selection"]
+        c = planner.constants
+        mu = c.get("strong_convexity", 0.0)
+        gamma = 2 * c["smoothness"] / mu if mu > 0 else float("nan")
+        size = float(model.table.dataset_size.mean())
+        plan = {"t_star": float(planner.t_star), "gamma": gamma, "client_size": size}
+        return keys | plan | {"accuracy": float("nan"), "loss": float("nan")}
     rounds = _shared.simulate(job["scenario"]).rounds
     final = rounds.iloc[-1]
     acc, loss = float(final["test_accuracy"]), float(final["test_loss"])
-    return keys | {"t_star": float("nan"), "accuracy": acc, "loss": loss}
+    nan = float("nan")
+    return keys | {"t_star": nan, "gamma": nan, "client_size": nan, "accuracy": acc, "loss": loss}
+
+
+def peak_region(acc_by_t: dict[int, list[float]]) -> tuple[int, list[int]]:
+    """The T with the highest mean accuracy, and every T not significantly below it (paired)."""
+    from fedgame.analysis.stats import above, paired_difference, t_interval
+
+    means = {t: t_interval(a).mean for t, a in acc_by_t.items()}
+    best = max(means, key=lambda t: means[t])
+    region = [
+        t
+        for t, a in acc_by_t.items()
+        if t == best or above(paired_difference(acc_by_t[best], a)) != "yes"
+    ]
+    return best, region
+
+
+def peak_verdict(best: int, region: list[int], ts: list[int], star: float) -> str:
+    """Claim "accuracy peaks near T* (within ×2)": yes, no or inconclusive (no peak, or the
+    best T is the grid's largest and T* lies beyond it)."""
+    if len(region) == len(ts):
+        return "inconclusive"  # no T is significantly worse than the best: no peak
+    if any(t / 2 <= star <= 2 * t for t in region):
+        return "yes"
+    if best == ts[-1] and star > 2 * best:
+        return "inconclusive"  # the peak may lie beyond the grid
+    return "no"
 
 
 def main() -> None:
@@ -119,8 +151,7 @@ def summarise(
         return t_interval(df[(df.t == 0) & (df.eps == eps) & (df.b == b)]["t_star"])
 
     def peak(eps: float, b: int) -> int:
-        means = {t: t_interval(acc(eps, b, t)).mean for t in ts}
-        return max(means, key=lambda t: means[t])
+        return peak_region({t: acc(eps, b, t) for t in ts})[0]
 
     rows = []
     for eps in eps_grid:
@@ -141,20 +172,9 @@ def summarise(
 
     b0 = min(b_grid)
     for eps in eps_grid:
-        best, star = peak(eps, b0), t_star(eps, b0).mean
-        region = [
-            t
-            for t in ts
-            if t == best or above(paired_difference(acc(eps, b0, best), acc(eps, b0, t))) != "yes"
-        ]
-        if len(region) == len(ts):
-            verdict = "inconclusive"  # no T is significantly worse than the best: no peak
-        elif any(t / 2 <= star <= 2 * t for t in region):
-            verdict = "yes"
-        elif best == ts[-1] and star > 2 * best:
-            verdict = "inconclusive"  # the peak may lie beyond the grid
-        else:
-            verdict = "no"
+        best, region = peak_region({t: acc(eps, b0, t) for t in ts})
+        star = t_star(eps, b0).mean
+        verdict = peak_verdict(best, region, ts, star)
         report.claim(
             f"t_star_near_peak_eps_{eps:g}",
             paper="002",
