@@ -42,6 +42,7 @@ SCRIPTS = {
     "privacy_aware_ablation": True,
     "dpfl_bcs_ablation": True,
     "qi_dpfl_ablation": True,
+    "queries_replies_ablation": True,
 }
 #: the one-change-at-a-time investigations (``--no-ablations`` skips them: about 2.5 of the
 #: 3.5 hours)

@@ -24,6 +24,7 @@ WITH_DATASET = {
     "qi_dpfl_populations",
     "lightdp_ablation",
     "qi_dpfl_ablation",
+    "queries_replies_ablation",
 }
 
 
