@@ -88,6 +88,15 @@ ROWS = (
         bcs_sets=CLIP25_BCS,
         size=CLOSE_SIZE,
     ),
+    Row(
+        "close_clip25_full",
+        "closest with B = 25, full 60k training set (D_n × 10)",
+        eps_max=4.0,
+        sets=(*PAPER_EPS, *CLIP25),
+        bcs_sets=CLIP25_BCS,
+        size=CLOSE_SIZE | {"train": 60000},
+        seeds=3,
+    ),
     Row("lm3", "Laplace (LM), ε_max 3", mech="LM", eps_max=3.0, seeds=3),
 )
 
