@@ -2,14 +2,15 @@
 
 Each row runs WeiAvg and DPFL-BCS on the same seeds (same partition, budgets and noise
 streams per seed) and changes exactly ONE thing from the row it names: from fedgame's
-default setting of ``analysis/dpfl_bcs.py`` (N = 40, K = 8, T = 40, T0 = 6, 6k Fashion-MNIST,
-logistic regression, ε_n ~ U[0.1, ε_max], GM) toward the paper's (N = 100, K = 20, T = 200,
-T0 = 10, full Fashion-MNIST, ε_n ~ U[0.5, 4]), or back from the closest-to-the-paper setting
-that fits two cores. Columns: accuracy (mean of the last 5 rounds), the paired difference
-BCS − WeiAvg, and what the runs released: the per-coordinate noise variance summed over the
-rounds' aggregates, Σ_t Σ_n w_n² σ_n² (w = 1/K for BCS, ε_n/Σ ε for WeiAvg), as a ratio BCS /
-WeiAvg; the share of BCS's variance released in stage 1 (sensitivity 2η(B + Θ)/D_n, paper
-000 Eq. 13); and the mean share of ε_n each client's ledger charged by the end.
+default setting of ``analysis/dpfl_bcs.py`` (N = 40, K = 8, T = 40, T0 = 6, 6k
+Fashion-MNIST, logistic regression, ε_n ~ U[0.1, ε_max], GM, clip B = 1) toward the paper's
+(N = 100, K = 20, T = 200, T0 = 10, full Fashion-MNIST, ε_n ~ U[0.5, 4], B = 25), or from
+the closest-to-the-paper setting that fits two cores. Columns: accuracy (mean of the last 5
+rounds), the paired difference BCS − WeiAvg, and what the runs released: the per-coordinate
+noise variance summed over the rounds' aggregates, Σ_t Σ_n w_n² σ_n² (w = 1/K for BCS, ε_n/Σ
+ε for WeiAvg), as a ratio BCS / WeiAvg; the share of BCS's variance released in stage 1
+(sensitivity 2η(B + Θ)/D_n, paper 000 Eq. 13); and the mean share of ε_n each client's
+ledger charged by the end.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ QUICK = {"clients": 12, "k": 4, "t0": 2, "rounds": 8, "train": 0}
 PAPER_EPS = ("population.budget.epsilon.low=0.5",)
 MLP = ("model.kind=mlp", "model.hidden=[16]")
 NO_LOSS = ("selection.estimate=none",)
+#: the paper's Fashion-MNIST clip B = 25 (note 000 §6.3), one change wherever B enters: the
+#: per-sample training clip and the updates' sensitivity (privacy.clip, both variants) and
+#: BCS's stage-1 loss reports, their sensitivity 2η(B + Θ)/D_n and Λ (selection.clip)
+CLIP25, CLIP25_BCS = ("privacy.clip=25",), ("selection.clip=25",)
 #: closest to the paper that fits two cores: N, K, T0/T and the ε range (T, data, model reduced)
 CLOSE: dict[str, Any] = {"eps_max": 4.0, "sets": PAPER_EPS}
 CLOSE_SIZE = {"clients": 100, "k": 20, "t0": 2}
@@ -61,8 +66,11 @@ ROWS = (
         sets=PAPER_EPS,
         seeds=3,
     ),
-    Row("full", "full 60k training set (D_n × 10)", size={"train": 60000}, seeds=3),
+    Row("full", "full 60k training set (D_n × 10)", size={"train": 60000}),
     Row("mlp", "MLP 784-16-10 for logistic regression", sets=MLP, seeds=3),
+    Row(
+        "clip25", "clip B = 25 (the paper's F-MNIST B) for B = 1", sets=CLIP25, bcs_sets=CLIP25_BCS
+    ),
     Row("close", "closest: N 100, K 20, T0/T 5 %, ε_n ~ U[0.5, 4]", **CLOSE, size=CLOSE_SIZE),
     Row(
         "close_noloss",
@@ -70,6 +78,23 @@ ROWS = (
         **CLOSE,
         size=CLOSE_SIZE,
         bcs_sets=NO_LOSS,
+        seeds=3,
+    ),
+    Row(
+        "close_clip25",
+        "closest, clip B = 25",
+        eps_max=4.0,
+        sets=(*PAPER_EPS, *CLIP25),
+        bcs_sets=CLIP25_BCS,
+        size=CLOSE_SIZE,
+    ),
+    Row(
+        "close_clip25_full",
+        "closest with B = 25, full 60k training set (D_n × 10)",
+        eps_max=4.0,
+        sets=(*PAPER_EPS, *CLIP25),
+        bcs_sets=CLIP25_BCS,
+        size=CLOSE_SIZE | {"train": 60000},
         seeds=3,
     ),
     Row("lm3", "Laplace (LM), ε_max 3", mech="LM", eps_max=3.0, seeds=3),

@@ -17,7 +17,8 @@ Rows: (i) fedgame's setting of analysis/qi_dpfl.py (6k/2k Fashion-MNIST, H = 20,
 θ_th = 50 % quantile, the paper's lr 0.01, more rounds, H = 50; (ii) the closest-to-paper
 setting that fits 2 cores (Table I's MNIST row on full Fashion-MNIST 60k/10k: linear model, lr
 0.01, T = 30, π = 0.9429, Dirichlet α = 1 and IID; H, θ_th, λ, batch, local steps are not in
-the paper and stay fedgame's) at λ = 0.01 and 1; (iii) one change back from it at λ = 1.
+the paper and stay fedgame's) at λ = 0.01 and 1, and with Hsu et al.'s per-client Dirichlet
+draw at λ = 1; (iii) one change back from it at λ = 1.
 Without Fashion-MNIST (``--dataset digits``) the rows that need the full training set are left
 out. Finished runs are kept in ``OUT/finished.jsonl`` (seed by seed); a second call with the
 same ``--out`` and arguments skips them (runs are deterministic per seed).
@@ -94,6 +95,7 @@ def rows_for(rounds: int) -> list[Row]:
         *(Row(PAPER_ROW, lam, PAPER, quick=lam == 1.0) for lam in (0.01, 0.1, 1.0, 10.0)),
         Row("closest to paper, IID", 0.01, (*PAPER, IID)),
         Row("closest to paper, IID", 1.0, (*PAPER, IID)),
+        Row("closest to paper, per-client Dirichlet α = 1 (Hsu)", 1.0, (*PAPER, PER_CLIENT)),
         Row("paper + Dirichlet α = 0.1", 1.0, (*PAPER, ("data.partition.alpha", 0.1))),
         Row("paper + θ_th = 50 % quantile", 1.0, PAPER, quantile=0.5),
         Row("paper + uniform 1/N aggregation (Alg. 1)", 1.0, (*PAPER, MEAN)),
