@@ -79,7 +79,13 @@ def estimate_rho_min(
 
 @dataclass(frozen=True)
 class P2Fit:
-    """Fitted constants of paper 000 problem P2 and the absolute residual |F_hat - F_tilde|."""
+    """Fitted constants of paper 000 problem P2 and the absolute residual |F_hat - F_tilde|.
+
+    ``at_bound``: some constant ran to the optimiser's bound (within a factor e of e^±20,
+    i.e. beyond 1.8e8 or below 5.6e-9): the one observed loss
+    did not determine the five constants (P2 is underdetermined, note 000 §8), so a plan
+    built on them rests on the optimiser's limits, not on the data.
+    """
 
     initial_distance_sq: float
     gamma: float
@@ -87,6 +93,7 @@ class P2Fit:
     smoothness: float
     strong_convexity: float
     residual: float
+    at_bound: bool = False
 
 
 def p2_model(
@@ -163,8 +170,14 @@ def fit_p2(
         starts.append(start + rng.normal(0.0, 1.0, size=5))  # type: ignore[union-attr]
     best = None
     for u0 in starts:
-        res = minimize(loss, u0, method="L-BFGS-B", bounds=[(-20, 20)] * 5)
+        res = minimize(loss, u0, method="L-BFGS-B", bounds=[(-_LOG_BOUND, _LOG_BOUND)] * 5)
         if best is None or res.fun < best.fun:
             best = res
-    w0, g, s2, el, mu = unpack(best.x)  # type: ignore[union-attr]
-    return P2Fit(w0, g, s2, el, mu, float(np.sqrt(best.fun)))  # type: ignore[union-attr]
+    assert best is not None  # at least the note's start point
+    w0, g, s2, el, mu = unpack(best.x)
+    at_bound = bool(np.any(np.abs(best.x) >= _LOG_BOUND - 1.0))  # within a factor e of it
+    return P2Fit(w0, g, s2, el, mu, float(np.sqrt(best.fun)), at_bound)
+
+
+#: the optimiser's box for the logs of P2's constants (each constant in [e^-20, e^20])
+_LOG_BOUND = 20.0

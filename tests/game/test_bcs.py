@@ -213,6 +213,10 @@ def test_fit_p2_reaches_observed_loss_and_is_seeded():
     b = bcs.fit_p2(**kw, restarts=2, rng=np.random.default_rng(1))
     assert a == b
     assert a.residual < 1e-4 and a.smoothness > a.strong_convexity > 0
+    assert not a.at_bound
+    # a loss the model cannot reach (below 0) drives gamma to the optimiser's box: flagged
+    lost = bcs.fit_p2(**(kw | {"observed_loss": -5.0}))
+    assert lost.at_bound and lost.gamma > 1e8
     x = (a.initial_distance_sq, a.gamma, a.sigma_sq, a.smoothness, a.strong_convexity)
     model = bcs_estimate.p2_model(x, **{k: v for k, v in kw.items() if k != "observed_loss"})
     assert model == pytest.approx(1.7, abs=1e-3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -192,3 +193,18 @@ def test_stage_change_never_releases_above_the_priced_charge():
     c = res.clients
     assert (c["epsilon_spent"] <= c["epsilon_total"] * (1 + 1e-9)).all()
     assert (res.rounds["bcs_stage"] == 2).any()
+
+
+@pytest.mark.parametrize(("clip", "flagged"), [(1.0, False), (25.0, True)])
+def test_a_p2_fit_at_the_optimisers_bound_is_flagged_and_warned(clip, flagged):
+    """At B = 25 the stage-1 losses carry noise 2(B + Θ)/D_n too large to pin P2's
+    constants: the fit runs to e^20 and the run says so (round column and a warning)."""
+    sc = scenario(selection={"clip": clip}, privacy={"clip": clip})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = simulate(validate(sc))
+    stage2 = res.rounds[res.rounds["bcs_stage"] == 2]
+    assert len(stage2) > 0
+    assert (stage2["bcs_p2_at_bound"] == float(flagged)).all()
+    said = [w for w in caught if "fit of P2 ran to the optimiser's bound" in str(w.message)]
+    assert bool(said) is flagged

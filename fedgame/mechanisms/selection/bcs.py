@@ -102,6 +102,7 @@ class BcsSelection:
         "bcs_mu",
         "bcs_gamma",
         "bcs_p2_residual",
+        "bcs_p2_at_bound",
     )
     client_columns = ("bcs_planned", "bcs_gamma_hat")
 
@@ -228,8 +229,18 @@ class BcsSelection:
             "bcs_mu": fit.strong_convexity,
             "bcs_gamma": fit.gamma,
             "bcs_p2_residual": fit.residual,
+            "bcs_p2_at_bound": float(fit.at_bound),
         }
         log.info("DPFL-BCS P2 fit at T0=%d: %s (rho_min=%.4g)", self.t0, fit, rho)
+        if fit.at_bound:
+            warnings.warn(
+                "bcs: the stage-1 fit of P2 ran to the optimiser's bound "
+                f"(L = {fit.smoothness:.3g}, mu = {fit.strong_convexity:.3g}, "
+                f"gamma = {fit.gamma:.3g}): the noisy loss "
+                "reports did not determine the constants, and stage 2's plan rests on the bound "
+                "(rounds flagged bcs_p2_at_bound)",
+                stacklevel=2,
+            )
         omega_a, omega_b = bcs.p1_weights(
             smoothness=fit.smoothness, strong_convexity=fit.strong_convexity, gamma=fit.gamma,
             k=self.k, rounds=self.rounds - self.t0, lam=lam,
