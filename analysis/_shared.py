@@ -352,6 +352,13 @@ def main(body: Callable[[], None]) -> None:
         sys.exit(130)
 
 
+def add_rows_option(p: Any, rows: Sequence[Any]) -> Any:
+    """``--rows`` of an ablation script (its choices named in the help); returns ``p``."""
+    keys = ", ".join(r.key for r in rows)
+    p.add_argument("--rows", help=f"comma-separated subset of rows (default all: {keys})")
+    return p
+
+
 def pick_rows(rows: Sequence[Any], chosen: str | None, *, quick: Sequence[str] | None) -> list[Any]:
     """The ablation rows named in ``--rows`` (comma-separated keys), else ``quick``'s keys
     (``--quick``), else all; an unknown key is a ``ScenarioError`` naming the allowed ones."""

@@ -90,9 +90,7 @@ QUICK_ROWS = ["base", "shards", "close"]
 
 def build_parser() -> Any:
     p = _shared.parser(NAME, __doc__ or "", DEFAULTS, dataset="fashion_mnist")
-    keys = ", ".join(r.key for r in ROWS)
-    p.add_argument("--rows", help=f"comma-separated subset of rows (default all: {keys})")
-    return p
+    return _shared.add_rows_option(p, ROWS)
 
 
 def scenario_of(setting: dict[str, Any], scheme: str, seed: int, args: Any) -> dict[str, Any]:

@@ -83,9 +83,7 @@ QUICK_ROWS = ["base", "b5", "fm6k"]
 
 def build_parser() -> Any:
     p = _shared.parser(NAME, __doc__ or "", DEFAULTS, dataset="fashion_mnist")
-    keys = ", ".join(r.key for r in ROWS)
-    p.add_argument("--rows", help=f"comma-separated subset of rows (default all: {keys})")
-    return p
+    return _shared.add_rows_option(p, ROWS)
 
 
 def data_of(setting: dict[str, Any], args: Any) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from fedgame.views import ClientViews, MarketView, Offer, column_of, ids_of
 def epsilon_to_zcdp(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """ρ(ε) = (ε / (sqrt(L + ε) + sqrt(L)))², L = ln(1/δ), elementwise (inf stays inf).
 
-    Remembers its last answers (:mod:`fedgame.game.memo`): the leader, each behaviour and
-    the round check convert the same budget columns several times a round."""
+    Remembers its last answers (:mod:`fedgame.game.memo`), for views that are not the
+    model's table (e.g. a blinded market): the table's views share their budget state
+    instead (:func:`rho_left`)."""
     epsilon, delta = np.asarray(epsilon, dtype=float), np.asarray(delta, dtype=float)
     return _ZCDP.get(array_key(epsilon, delta), lambda: epsilon_to_zcdp_uncached(epsilon, delta))
 
@@ -36,7 +37,7 @@ def epsilon_to_zcdp_uncached(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarr
     return np.where(np.isinf(eps), np.inf, rho)
 
 
-#: the last conversions (total budgets and spent ones, for the market and each behaviour)
+#: the last conversions of total budgets of views that are not the model's table
 _ZCDP = ArrayMemo(size=8)
 
 
