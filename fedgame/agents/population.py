@@ -75,6 +75,10 @@ class Uniform(_Dist):
         return (self.low, self.high)
 
 
+#: the smallest positive float: a log-normal draw never goes below it
+_SMALLEST_POSITIVE = float(np.finfo(float).tiny)
+
+
 class Normal(_Dist):
     """N(mean, std²), optionally clipped to [low, high]."""
 
@@ -92,7 +96,11 @@ class Normal(_Dist):
 
 
 class LogNormal(_Dist):
-    """exp(N(mean, sigma²)), optionally clipped to [low, high]."""
+    """exp(N(mean, sigma²)), optionally clipped to [low, high].
+
+    Positive: a draw that underflows to 0 (possible only for a huge ``sigma``) is raised to the
+    smallest positive float, so an unclipped log-normal is valid where values must be > 0
+    (``privacy_value``, budgets)."""
 
     dist: Literal["lognormal"]
     mean: float = 0.0
@@ -101,10 +109,11 @@ class LogNormal(_Dist):
     high: float = np.inf
 
     def sample(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
-        return np.clip(rng.lognormal(self.mean, self.sigma, size=n), self.low, self.high)
+        floor = max(self.low, _SMALLEST_POSITIVE)
+        return np.clip(rng.lognormal(self.mean, self.sigma, size=n), floor, self.high)
 
     def support(self) -> tuple[float, float]:
-        return (max(self.low, 0.0), self.high)
+        return (max(self.low, _SMALLEST_POSITIVE), self.high)
 
 
 class Choice(_Dist):

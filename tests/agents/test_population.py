@@ -7,6 +7,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from fedgame.agents.population import Distribution, coerce_distribution
+from fedgame.errors import ScenarioError
 
 ADAPTER = TypeAdapter(Distribution)
 
@@ -64,6 +65,27 @@ def test_normal_and_lognormal_clipped():
     ln = parse({"dist": "lognormal", "mean": 0.0, "sigma": 0.5, "high": 2.0})
     y = ln.sample(1000, rng=np.random.default_rng(4))
     assert y.min() > 0 and y.max() <= 2.0
+
+
+def test_lognormal_is_positive_where_values_must_be():
+    """An unclipped log-normal privacy value validates (its support is open at 0), and even a
+    sigma that makes exp underflow never draws 0; ordinary draws are the plain log-normal."""
+    from fedgame.scenario.load import validate
+
+    data = {
+        "name": "ln",
+        "rounds": 1,
+        "population": {"clients": 20, "privacy_value": {"dist": "lognormal", "sigma": 0.5}},
+    }
+    assert validate(data).population.privacy_value.support()[0] > 0
+    huge = parse({"dist": "lognormal", "sigma": 1000.0})
+    assert huge.sample(10000, rng=np.random.default_rng(5)).min() > 0
+    plain = parse({"dist": "lognormal", "mean": 0.3, "sigma": 0.5})
+    x = plain.sample(100, rng=np.random.default_rng(6))
+    np.testing.assert_array_equal(x, np.random.default_rng(6).lognormal(0.3, 0.5, size=100))
+    uniform = {"dist": "uniform", "low": 0.0, "high": 1.0}
+    with pytest.raises(ScenarioError, match="privacy_value"):
+        validate(data | {"population": {"clients": 20, "privacy_value": uniform}})
 
 
 def test_uniform_low_above_high_rejected():
