@@ -158,6 +158,17 @@ class PrivacyValueBelief(Protocol):
     def observe(self, observation: ContestObservation) -> None: ...
 
 
+@runtime_checkable
+class ReportsUncertainty(Protocol):
+    """Capability of a :class:`PrivacyValueBelief`: how unsure it is about each client.
+
+    ``log_sd()`` is the standard deviation of log ν by client id (> 0; 0 only for a dogmatic
+    belief). A leader that explores (``belief.explore`` > 0) needs it.
+    """
+
+    def log_sd(self) -> np.ndarray: ...
+
+
 class LogNormalBelief:
     """Independent log-normal beliefs with conjugate and bound updates (module doc).
 
@@ -177,6 +188,10 @@ class LogNormalBelief:
 
     def estimate(self) -> np.ndarray:
         return np.exp(self.mean)
+
+    def log_sd(self) -> np.ndarray:
+        """Posterior sd of log ν, 1/√τ."""
+        return 1.0 / np.sqrt(self.precision)
 
     def observe(self, observation: ContestObservation) -> None:
         ids = observation.ids

@@ -253,6 +253,68 @@ def test_the_leader_decides_without_the_true_nu():
     np.testing.assert_allclose(incentive.nu, np.linspace(0.2, 5.0, 10))  # accounting: truth
 
 
+# ---------------------------------------------------------------- exploring the active set
+
+#: unequal data sizes: the leader that knows nothing admits the largest clients first
+SKEWED = {
+    **POPULATION,
+    "rounds": 10,
+    "population": {
+        **POPULATION["population"],
+        "clients": 30,
+        "privacy_value": {"dist": "uniform", "low": 0.3, "high": 1.5},
+    },
+    "data": {"dataset": {"kind": "digits"}, "partition": {"kind": "dirichlet", "alpha": 0.5}},
+    "incentive": {"kind": "qi_dpfl", "lam": 0.01, "active_set": "optimal"},
+}
+
+
+def _explorer(kappa: float | None) -> tuple[Any, Any]:
+    """(rounds, belief) of the skewed market; ``kappa`` None: ν known (no belief)."""
+    scenario = copy.deepcopy(SKEWED)
+    if kappa is not None:
+        prior = {"kind": "lognormal", "median": 1.0, "sd": 1.0}
+        scenario["incentive"]["belief"] = {"prior": prior, "explore": kappa}
+    model = FedGameModel(scenario)
+    model.run_model()
+    beliefs = model.world.components["incentive"].beliefs
+    rounds = model.datacollector.get_model_vars_dataframe().iloc[1:]
+    return rounds, None if beliefs is None else beliefs.belief
+
+
+def test_an_exploring_leader_tries_clients_a_greedy_one_never_learns_about():
+    """With ``active_set: optimal`` a greedy leader (explore 0) keeps out every client it has
+    not seen and so never learns their ν: it settles on a costlier set than the leader that
+    knows ν. Optimism (explore 1) tries the clients it is unsure about and ends at least as
+    cheap as the complete-information leader's (a local optimum above 12 clients)."""
+    known, _ = _explorer(None)
+    greedy, greedy_belief = _explorer(0.0)
+    explorer, explorer_belief = _explorer(1.0)
+    tried_greedy = int((greedy_belief.precision > 1.0 + 1e-9).sum())
+    tried_explorer = int((explorer_belief.precision > 1.0 + 1e-9).sum())
+    assert tried_explorer >= 2 * tried_greedy
+    cost = {k: r["server_cost"].iloc[-1] for k, r in (("known", known), ("greedy", greedy))}
+    cost["explorer"] = explorer["server_cost"].iloc[-1]
+    assert cost["greedy"] > 1.1 * cost["known"]
+    assert cost["explorer"] < cost["greedy"] and cost["explorer"] <= 1.01 * cost["known"]
+    np.testing.assert_array_equal(  # a tried client's discount is all but gone
+        explorer_belief.log_sd() < 0.1, explorer_belief.precision >= 100
+    )
+
+
+@pytest.mark.parametrize(
+    ("incentive", "key"),
+    [
+        ({"kind": "qi_dpfl", "belief": {"explore": 1.0}}, "incentive"),  # feasible set
+        ({"kind": "qi_dpfl", "active_set": "optimal", "belief": {"explore": -1}}, "explore"),
+    ],
+)
+def test_explore_is_refused_where_it_cannot_act(incentive, key):
+    with pytest.raises(ScenarioError) as info:
+        registry.validate("incentive", incentive, key="incentive")
+    assert key in info.value.key and "explore" in str(info.value)
+
+
 # ---------------------------------------------------------------- a user's estimator
 
 
@@ -291,3 +353,15 @@ def test_a_registered_estimator_is_used_and_removed_again(last_seen):
             "incentive", {"kind": "qi_dpfl", "belief": {"kind": last_seen}}, key="incentive"
         )
     assert info.value.key == "incentive.belief.kind"
+
+
+def test_explore_needs_an_estimator_that_reports_its_uncertainty(last_seen):
+    incentive = {"kind": "qi_dpfl", "active_set": "optimal"}
+    with pytest.raises(ScenarioError, match="log_sd") as info:
+        registry.validate(
+            "incentive",
+            incentive | {"belief": {"kind": last_seen, "explore": 1.0}},
+            key="incentive",
+        )
+    assert info.value.key.startswith("incentive.belief")
+    registry.validate("incentive", incentive | {"belief": {"kind": last_seen}}, key="incentive")

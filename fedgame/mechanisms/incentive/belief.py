@@ -9,6 +9,7 @@ A game incentive (``qi_dpfl``, ``max``, ``random``, ``fixed``, ``stackelberg``) 
         kind: lognormal                              # the estimator (a registered name)
         prior: {kind: lognormal, median: 1.0, sd: 1.0}   # or {kind: discrete, values, weights}
         obs_sd: 0.1
+        explore: 0.0         # optimism of active_set: optimal (BeliefLeader.optimistic)
 
 Each round it plays against its estimate ν̂ (admission, R_t) and, before the next offer,
 folds in what the round's public record reveals (:mod:`fedgame.game.belief`: a budget at the
@@ -16,7 +17,9 @@ first-order condition reveals ν, a client that stayed out a lower bound, one he
 an upper bound). That ν is unknown is structural: the leader decides on a :class:`MarketView`
 whose client views do not have ``privacy_value`` (:func:`blind`; reading it raises). It does
 not exclude a client on its guess (Theorem 1's followers leave the active set by themselves,
-revealing a bound); with ``active_set: optimal`` a client it keeps out reveals nothing.
+revealing a bound); with ``active_set: optimal`` a client it keeps out reveals nothing, so
+``explore`` > 0 admits by optimistic values (:meth:`BeliefLeader.optimistic`) and tries the
+clients it is unsure about.
 
 The estimator is a declared hook (:class:`~fedgame.game.belief.PrivacyValueBelief`): register
 another with :func:`register_estimator` and name it in ``belief.kind``.
@@ -30,9 +33,21 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any, Literal, overload
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from fedgame.game.belief import ContestObservation, LogNormalBelief, PrivacyValueBelief
+from fedgame.game.belief import (
+    ContestObservation,
+    LogNormalBelief,
+    PrivacyValueBelief,
+    ReportsUncertainty,
+)
 from fedgame.views import MarketView, RoundRecord, ids_of
 
 #: view fields a leader without knowledge of ν may not read
@@ -132,6 +147,12 @@ class BeliefSpec(BaseModel):
     obs_sd: PositiveFinite = Field(
         0.1, description="noise sd of a revealed log nu (> 0; small: followers best-respond)"
     )
+    explore: float = Field(
+        0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="optimism kappa >= 0 of active_set optimal: admit by nu_hat*exp(-kappa*sd)",
+    )
 
     @field_validator("kind")
     @classmethod
@@ -140,11 +161,23 @@ class BeliefSpec(BaseModel):
             raise ValueError(f"allowed belief estimators: {', '.join(estimator_names())}")
         return kind
 
+    @model_validator(mode="after")
+    def _explores_with_uncertainty(self) -> BeliefSpec:
+        cls = _ESTIMATORS.get(self.kind)
+        if self.explore > 0 and isinstance(cls, type) and not issubclass(cls, ReportsUncertainty):
+            raise ValueError(
+                f"explore > 0 needs an estimator that reports its uncertainty (log_sd()); "
+                f"{self.kind!r} does not"
+            )
+        return self
+
     def build(self, num_clients: int) -> PrivacyValueBelief:
         """The estimator this spec names, at its prior."""
         belief = _ESTIMATORS[self.kind](self.prior, num_clients=num_clients, spec=self)
         if not isinstance(belief, PrivacyValueBelief):
             raise TypeError(f"belief estimator {self.kind!r} lacks estimate()/observe()")
+        if self.explore > 0 and not isinstance(belief, ReportsUncertainty):
+            raise TypeError(f"belief estimator {self.kind!r} lacks log_sd(), needed by explore")
         return belief
 
 
@@ -226,6 +259,20 @@ class BeliefLeader:
         assert self.belief is not None
         values = np.asarray(self.belief.estimate(), dtype=float)
         return values[ids]
+
+    def optimistic(self, ids: np.ndarray) -> np.ndarray:
+        """ν̂·exp(−κ·sd(log ν)) of ``ids``, κ = ``explore``: the values the leader admits by.
+
+        Optimism under uncertainty: a client the leader knows little about looks cheaper than
+        its estimate, so an ``active_set: optimal`` leader tries it and its budget reveals ν;
+        once revealed (sd ≈ obs_sd) the discount all but vanishes. κ = 0: ν̂ (greedy).
+        """
+        values = self.estimate(ids)
+        if self.spec.explore == 0:
+            return values
+        assert isinstance(self.belief, ReportsUncertainty)  # BeliefSpec checks the estimator
+        sd = np.asarray(self.belief.log_sd(), dtype=float)[ids]
+        return values * np.exp(-self.spec.explore * sd)
 
     def offered(self, observation: ContestObservation) -> None:
         """Remember this round's contest (``rho`` unknown yet)."""

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 from fedgame.game.belief import ContestObservation
 from fedgame.game.contest import contest_equilibrium
@@ -139,8 +139,17 @@ class GameConfig(BaseModel):
     )
     belief: BeliefSpec | None = Field(
         None,
-        description="belief about nu: {kind, prior, obs_sd} (none: nu is known, complete info)",
+        description="belief about nu: {kind, prior, obs_sd, explore} (none: nu is known)",
     )
+
+    @model_validator(mode="after")
+    def _explore_needs_optimal_set(self) -> GameConfig:
+        if self.belief is not None and self.belief.explore > 0 and self.active_set != "optimal":
+            raise ValueError(
+                "belief.explore > 0 needs active_set: optimal (only that leader keeps clients "
+                "out on its guess; with the feasible set every player is asked)"
+            )
+        return self
 
 
 @dataclass(frozen=True)
@@ -270,7 +279,10 @@ class GameIncentive:
             players &= left >= self.config.min_rho
         nu = self.privacy_values(market)
         sizes = column_of(clients, "dataset_size")
-        chosen = self._admit(nu, sizes, players)
+        admit_by = nu  # an exploring leader admits by optimistic values (belief.explore)
+        if self.beliefs is not None and self.beliefs.spec.explore > 0:
+            admit_by = self.beliefs.optimistic(ids)
+        chosen = self._admit(admit_by, sizes, players)
         self.removed, self.players = ids[players & ~chosen], ids[chosen]
         self.nu, self.sizes = _by_id(ids, nu), _by_id(ids, sizes)
         self.solver = (1.0, 0.0)
