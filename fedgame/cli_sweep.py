@@ -116,6 +116,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     for run_id, error in summary.failed.items():
         print(f"fedgame: run {run_id} failed: {error}", file=sys.stderr)
+    degenerate = summary.degenerate_line()
+    if degenerate is not None:  # also under --quiet, as for a single run
+        print(f"fedgame: warning: {degenerate}", file=sys.stderr)
     if not args.quiet:
         print(f"{plan.name}: {summary.line()}")
         print(f"results: {summary.sweep_dir}")

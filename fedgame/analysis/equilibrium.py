@@ -86,14 +86,14 @@ def equilibrium_table(
 ) -> pd.DataFrame:
     """Equilibrium values per group of ``by`` (grid keys): mean and t-interval over replicates.
 
-    ``converged`` is the share of the group's runs that converged, ``converged_round`` the mean
-    round they converged at (``stationary_round`` likewise), and every other value the mean
-    over the converged runs of their converged-stretch means (:func:`settled_means`; NaN when
-    no run of the group converged).
+    ``converged`` is the share of the group's runs that converged (Wilson interval, inside
+    [0, 1]), ``converged_round`` the mean round they converged at (``stationary_round``
+    likewise), and every other value the mean over the converged runs of their
+    converged-stretch means (:func:`settled_means`; NaN when no run of the group converged).
     """
     ids = rounds[[*by, "run_id"]].drop_duplicates("run_id")
     per_run = ids.merge(settled_means(rounds, criteria), on="run_id")
-    per_run["converged"] = per_run["converged"].astype(float)
+    per_run["converged"] = per_run["converged"].astype(bool)  # a share: Wilson interval
     return aggregate(per_run, by=by, level=level)
 
 

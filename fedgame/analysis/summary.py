@@ -38,6 +38,29 @@ def t_interval(values: Sequence[float], *, level: float = 0.95) -> tuple[float, 
     return mean, mean - half, mean + half
 
 
+def share_interval(flags: Sequence[bool], *, level: float = 0.95) -> tuple[float, float, float]:
+    """Share of True ``flags`` and its two-sided Wilson score interval (inside [0, 1]).
+
+    With p̂ = k/n and z the normal quantile at (1 + level)/2: centre (p̂ + z²/2n)/(1 + z²/n),
+    half-width z·sqrt(p̂(1 − p̂)/n + z²/4n²)/(1 + z²/n) (Wilson 1927; Agresti & Coull 1998).
+    A t-interval on 0/1 values leaves [0, 1] for small n; this one does not, and it is not
+    degenerate at k = 0 or n. NaN bounds with no flags.
+
+    >>> tuple(round(v, 4) for v in share_interval([True, False, False]))
+    (0.3333, 0.0615, 0.7923)
+    """
+    x = np.asarray(list(flags), dtype=bool)
+    n = int(x.size)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    p = float(x.mean())
+    z = float(stats.norm.ppf((1 + level) / 2))
+    scale = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / scale
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / scale
+    return p, max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))  # no rounding out
+
+
 def interval_table(
     frame: pd.DataFrame, column: str, *, by: Sequence[str], level: float = 0.95
 ) -> pd.DataFrame:
@@ -107,7 +130,8 @@ def run_metrics(
 
 
 def aggregate(per_run: pd.DataFrame, *, by: Sequence[str], level: float = 0.95) -> pd.DataFrame:
-    """Mean and t-interval of every numeric column of ``per_run`` per group of ``by``.
+    """Mean and t-interval of every numeric column of ``per_run`` per group of ``by``; a
+    boolean column is a share of runs, with its Wilson interval (:func:`share_interval`).
 
     Output columns: ``by``, ``n`` (runs), then ``<metric>``, ``<metric>_lo``, ``<metric>_hi``.
     """
@@ -123,9 +147,11 @@ def aggregate(per_run: pd.DataFrame, *, by: Sequence[str], level: float = 0.95) 
         row = dict(zip(by, key))
         row["n"] = len(group)
         for col in metrics:
-            row[col], row[f"{col}_lo"], row[f"{col}_hi"] = t_interval(
-                group[col].astype(float).tolist(), level=level
-            )
+            if pd.api.types.is_bool_dtype(per_run[col]):
+                stat = share_interval(group[col].tolist(), level=level)
+            else:
+                stat = t_interval(group[col].astype(float).tolist(), level=level)
+            row[col], row[f"{col}_lo"], row[f"{col}_hi"] = stat
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -56,6 +56,9 @@ class SweepSummary:
     skipped: int = 0
     done: int = 0
     diverged: int = 0
+    #: finished runs with degenerate play, by kind (lone_player, ...): how many runs had it
+    degenerate: dict[str, int] = field(default_factory=dict)
+    degenerate_runs: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     #: finished runs whose folders were damaged, with what was wrong; they were run again
     repaired: dict[str, str] = field(default_factory=dict)
@@ -68,6 +71,26 @@ class SweepSummary:
             f"{self.total} runs: {self.done} done ({self.diverged} diverged), "
             f"{self.skipped} skipped (already finished), {len(self.failed)} failed"
             f"{repaired} in {self.seconds:.1f} s"
+        )
+
+    def count_degenerate(self, manifest: dict[str, Any]) -> None:
+        """Count one finished run's degenerate play (its manifest's ``warnings`` by kind)."""
+        kinds = manifest.get("warnings") or {}
+        if kinds:
+            self.degenerate_runs += 1
+            for kind in kinds:
+                self.degenerate[kind] = self.degenerate.get(kind, 0) + 1
+
+    def degenerate_line(self) -> str | None:
+        """``degenerate play in 4 of 18 runs: lone_player in 4, ...`` (None: none); runs
+        skipped as already finished are not counted."""
+        if not self.degenerate_runs:
+            return None
+        kinds = ", ".join(f"{kind} in {n}" for kind, n in sorted(self.degenerate.items()))
+        skipped = ", not counting those finished before" if self.skipped else ""
+        return (
+            f"degenerate play in {self.degenerate_runs} of {self.done} runs{skipped}: {kinds} "
+            "(see 'warnings' in each run's manifest.json and the sweep table's 'degenerate')"
         )
 
 
@@ -133,6 +156,8 @@ def run_sweep(
         else:
             summary.done += 1
             summary.diverged += outcome.status == "diverged"
+            if outcome.result is not None:
+                summary.count_degenerate(outcome.result.manifest)
         if bar is not None:
             bar.set_postfix(done=summary.done, failed=len(summary.failed), refresh=False)
             bar.update(1)
@@ -219,7 +244,8 @@ def write_outcome(outcome: Outcome, run_dir: Path) -> None:
     result: RunResult = outcome.result
     result.manifest["run_id"] = run.run_id
     result.manifest["sweep"] = sweep_info
-    result.manifest["warnings"] = list(outcome.warnings)
+    # ``warnings`` is the run's degenerate play (by kind); Python warnings have their own key
+    result.manifest["runtime_warnings"] = list(outcome.warnings)
     store.atomic_write_parquet(run_dir / "rounds.parquet", result.rounds)
     store.atomic_write_parquet(run_dir / "clients.parquet", result.clients)
     store.atomic_write_text(
@@ -235,6 +261,8 @@ def _write_sweep_json(plan: SweepPlan, *, status: str, summary: SweepSummary | N
             "total": summary.total,
             "done": summary.done,
             "diverged": summary.diverged,
+            "degenerate_runs": summary.degenerate_runs,
+            "degenerate": summary.degenerate,
             "skipped": summary.skipped,
             "failed": summary.failed,
             "repaired": summary.repaired,

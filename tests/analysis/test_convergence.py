@@ -151,6 +151,10 @@ def test_equilibrium_table_reports_convergence_per_group():
     assert table.loc[1.0, "converged_round"] == 15.0
     assert table.loc[2.0, "sum_rho"] == pytest.approx(1.0)  # the converged run only
     assert table.loc[2.0, "n"] == 2
+    # a share gets a Wilson interval, inside [0, 1] (a t-interval on 1, 0 reaches -5.9)
+    assert table.loc[2.0, "converged_lo"] == pytest.approx(0.0945, abs=1e-4)
+    assert table.loc[2.0, "converged_hi"] == pytest.approx(0.9055, abs=1e-4)
+    assert table.loc[1.0, "converged_hi"] == 1.0 and 0 < table.loc[1.0, "converged_lo"] < 1
     resp = response(table.reset_index(), x="grid").set_index("metric")
     assert "converged" not in resp.columns and resp.loc["sum_rho", "slope"] == pytest.approx(0.0)
 

@@ -18,7 +18,13 @@ from fedgame.analysis.equilibrium import (
     slope,
     tail_means,
 )
-from fedgame.analysis.summary import aggregate, rounds_to_target, run_metrics, t_interval
+from fedgame.analysis.summary import (
+    aggregate,
+    rounds_to_target,
+    run_metrics,
+    share_interval,
+    t_interval,
+)
 
 
 def test_t_interval_matches_the_worked_value():
@@ -125,3 +131,19 @@ def test_slope_and_elasticity():
     assert math.isnan(slope([1, 1], [1, 2]))
     assert elasticity([10, 20, 40], [5, 20, 80]) == pytest.approx(2.0)
     assert math.isnan(elasticity([0, 1], [1, 2]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=50), st.floats(0.5, 0.999))
+def test_share_interval_stays_in_the_unit_interval_and_covers_the_share(flags, level):
+    share, lo, hi = share_interval(flags, level=level)
+    assert share == pytest.approx(sum(flags) / len(flags))
+    assert 0.0 <= lo <= share <= hi <= 1.0
+    assert lo < hi  # never degenerate, not even at 0 of n or n of n
+
+
+def test_aggregate_gives_a_boolean_column_the_share_interval():
+    per_run = pd.DataFrame({"g": [1, 1, 1], "ok": [True, False, False], "x": [1.0, 2.0, 3.0]})
+    row = aggregate(per_run, by=["g"]).iloc[0]
+    assert (row["ok"], row["ok_lo"], row["ok_hi"]) == share_interval([True, False, False])
+    assert (row["x"], row["x_lo"], row["x_hi"]) == t_interval([1.0, 2.0, 3.0])

@@ -132,6 +132,33 @@ def test_quiet_run_names_degenerate_play_in_one_line(write_scenario, tmp_path, c
     assert len(lines) == 1 and lines[0].startswith("fedgame: warning: degenerate play in")
 
 
+def test_a_sweep_keeps_each_runs_degenerate_play_and_says_so(write_scenario, tmp_path, capsys):
+    """Each run's manifest keeps its degeneracy ``warnings`` (Python warnings go under
+    ``runtime_warnings``), sweep.json counts the runs by kind, and the CLI names them in one
+    line, also under --quiet."""
+    raw = collapse()
+    raw["sweep"] = {"grid": {"population.privacy_value": [1.0, 2.0]}, "replicates": 1}
+    path = write_scenario(raw)
+    args = ["sweep", str(path), "--out", str(tmp_path), "--executor", "serial", "--quiet"]
+    assert main(args) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "degenerate" in ln]
+    assert len(lines) == 1 and lines[0].startswith("fedgame: warning: degenerate play in 2 of 2")
+    manifests = [json.loads(p.read_text()) for p in tmp_path.rglob("runs/*/manifest.json")]
+    assert len(manifests) == 2
+    for manifest in manifests:
+        assert manifest["warnings"] and isinstance(manifest["warnings"], dict)
+        assert isinstance(manifest["runtime_warnings"], list)
+        assert manifest["degenerate_rounds"] > 0
+    summary = json.loads(next(tmp_path.rglob("sweep.json")).read_text())["summary"]
+    assert summary["degenerate_runs"] == 2
+    kinds = set().union(*(m["warnings"] for m in manifests))
+    assert set(summary["degenerate"]) == kinds and all(
+        summary["degenerate"][k] == sum(k in m["warnings"] for m in manifests) for k in kinds
+    )
+    assert main(args) == 0  # resumed: nothing run now, nothing to say
+    assert "degenerate" not in capsys.readouterr().err
+
+
 REPO = Path(__file__).resolve().parents[2]
 GAME_SCENARIOS = ["qi_dpfl_digits", "sweep_population_stragglers", "quickstart"]
 
