@@ -149,19 +149,33 @@ def mechanism_table(scenarios: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """family, kind and scalar settings of each plug-in the runs use.
 
     A family whose kind differs between runs (it is swept) has one row per kind, in order of
-    first appearance; a setting that differs is listed with all its values.
+    first appearance; a setting that differs is listed with all its values. A population with
+    ``behaviours`` lists them (family ``behaviour``, with their shares) instead of ``policy``.
     """
-    rows = []
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (family, kind) -> knobs
     for family, path in FAMILIES:
-        kinds: dict[str, list[dict[str, Any]]] = {}
         for scenario in scenarios:
+            behaviours = _section(scenario, ("population",)).get("behaviours")
+            if family == "policy" and behaviours:  # the population's behaviours replace it
+                for behaviour in behaviours:
+                    key = ("behaviour", _behaviour_label(behaviour))
+                    knobs = _knobs({k: v for k, v in behaviour.items() if k != "name"})
+                    rows.setdefault(key, []).append(knobs)
+                continue
             section = _section(scenario, path)
             if "kind" in section:
-                kinds.setdefault(str(section["kind"]), []).append(_knobs(section))
-        for kind, sections in kinds.items():
-            settings = _merged(sections) or "–"
-            rows.append({"family": family, "kind": kind, "settings": settings})
-    return pd.DataFrame(rows, columns=["family", "kind", "settings"])
+                rows.setdefault((family, str(section["kind"])), []).append(_knobs(section))
+    table = [
+        {"family": family, "kind": kind, "settings": _merged(sections) or "–"}
+        for (family, kind), sections in rows.items()
+    ]
+    return pd.DataFrame(table, columns=["family", "kind", "settings"])
+
+
+def _behaviour_label(behaviour: Mapping[str, Any]) -> str:
+    """``best_response``, or ``loyal (always)`` for a named behaviour."""
+    kind, name = str(behaviour.get("kind")), behaviour.get("name")
+    return f"{name} ({kind})" if name else kind
 
 
 def incentive_kinds(scenarios: Sequence[Mapping[str, Any]]) -> set[str]:

@@ -73,6 +73,36 @@ def _mechanisms(scenarios: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["## Mechanisms", "", md_table(table), ""]
 
 
+def _degenerate(rounds: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """Per grid point: runs with degenerate play, the share of degenerate rounds and the kinds
+    (rounds flagged by each); nothing when no round was degenerate."""
+    if "degenerate" not in rounds or not rounds["degenerate"].fillna(False).astype(bool).any():
+        return []
+    flagged = rounds.assign(degenerate=rounds["degenerate"].fillna(False).astype(bool))
+    rows = []
+    groups = flagged.groupby(list(keys), sort=True, dropna=False) if keys else [((), flagged)]
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        runs = group.groupby("run_id")["degenerate"].any()
+        reasons = group.loc[group["degenerate"], "degenerate_reason"].str.split(";").explode()
+        kinds = reasons[reasons != ""].value_counts()
+        rows.append(
+            {
+                **dict(zip(keys, key)),
+                "runs": f"{int(runs.sum())} of {runs.size}",
+                "rounds": f"{group['degenerate'].mean():.1%}",
+                "kinds (rounds)": ", ".join(f"{k} ({n})" for k, n in kinds.items()) or "–",
+            }
+        )
+    table = readable_keys(pd.DataFrame(rows), keys)
+    note = (
+        "Rounds the round check flagged (`degenerate`, `degenerate_reason` in the rounds table; "
+        "`warnings` in each run's manifest): runs with any, the share of rounds, and the rounds "
+        "per kind."
+    )
+    return ["## Degenerate play", "", note, "", md_table(table), ""]
+
+
 def _figure_lines(made: dict[str, Path | None], out: Path) -> list[str]:
     return [
         f"### {title}\n\n![{title}]({path.relative_to(out).as_posix()})\n"
@@ -142,6 +172,7 @@ def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
     ]
     lines += [f"## Summary per grid point (target accuracy {target})", "", SUMMARY_NOTE, ""]
     lines += [md_table(with_ci(summary, keys, metrics)), "", column_notes(metrics) + ".", ""]
+    lines += _degenerate(rounds, keys)
     if keys and incentive:
         lines += _equilibrium(rounds, keys)
     made = {
@@ -187,6 +218,13 @@ def run_report(run_dir: Path, out: Path, *, target: float) -> Path:
         f"Status: {run.status}; {rounds_done}; seed {m.get('seed')}; "
         f"replicate {m.get('replicate')}; device {m.get('device')}.",
     ]
+    warned = m.get("warnings") or {}
+    if warned:
+        kinds = ", ".join(
+            f"{kind} from round {w.get('first_round')} ({plural(int(w.get('rounds', 0)), 'round')})"
+            for kind, w in warned.items()
+        )
+        lines += ["", f"Degenerate play in {m.get('degenerate_rounds')} rounds: {kinds}."]
     lines += ["", *_mechanisms(scenarios)]
     metrics = run_metrics(rounds, clients, target=target).drop(columns="run_id")
     if not incentive:

@@ -98,6 +98,24 @@ def test_nested_settings_are_listed_as_dotted_keys():
     )
 
 
+def test_a_population_of_behaviours_is_listed_instead_of_the_policy():
+    behaviours = [
+        {"kind": "best_response", "share": 0.6, "name": None},
+        {"kind": "learning", "share": 0.3, "name": None, "rule": "hedge"},
+        {"kind": "always", "share": 0.1, "name": "loyal"},
+    ]
+    mixed = {"population": {"behaviours": behaviours}, "policy": {"kind": "always"}}
+    plain = {"population": {"behaviours": None}, "policy": {"kind": "fixed", "rho": 0.05}}
+    table = mechanism_table([mixed, plain])
+    rows = {(r.family, r.kind): r.settings for r in table.itertuples()}
+    assert rows == {
+        ("behaviour", "best_response"): "share=0.6",
+        ("behaviour", "learning"): "share=0.3, rule=hedge",
+        ("behaviour", "loyal (always)"): "share=0.1",
+        ("policy", "fixed"): "rho=0.05",  # the run without behaviours keeps its policy
+    }
+
+
 def test_grid_text():
     grid = {"population.clients": [20, 40], "population.straggle_prob": [0.0, 0.30000000000000004]}
     assert grid_text(grid) == (

@@ -157,6 +157,22 @@ def test_a_sweep_keeps_each_runs_degenerate_play_and_says_so(write_scenario, tmp
     )
     assert main(args) == 0  # resumed: nothing run now, nothing to say
     assert "degenerate" not in capsys.readouterr().err
+    sweep_dir = next(tmp_path.rglob("sweep.json")).parent
+    assert main(["report", str(sweep_dir)]) == 0
+    report = (sweep_dir / "report" / "report.md").read_text()
+    section = report.split("## Degenerate play", 1)[1].split("\n## ", 1)[0]
+    assert section.count("| 1 of 1 |") == 2 and all(f"{k} (" in section for k in kinds)
+
+
+def test_a_run_report_names_its_degenerate_play(write_scenario, tmp_path):
+    path = write_scenario(collapse())
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    assert main(["report", str(tmp_path / "out" / "collapse"), "--out", str(tmp_path / "r")]) == 0
+    manifest = json.loads(next((tmp_path / "out").rglob("manifest.json")).read_text())
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert f"Degenerate play in {manifest['degenerate_rounds']} rounds: " in text
+    for kind, seen in manifest["warnings"].items():
+        assert f"{kind} from round {seen['first_round']}" in text
 
 
 REPO = Path(__file__).resolve().parents[2]
