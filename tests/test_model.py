@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from fedgame.agents.client import CLIENT_COLUMNS
 from fedgame.collect import ROUND_COLUMNS
@@ -118,6 +119,26 @@ def test_resolved_scenario_reruns_identically(tiny, tmp_path):
     first = run(tiny, out_dir=tmp_path)
     again = run(first.scenario)
     pd.testing.assert_frame_equal(first.clients, again.clients)
+
+
+def test_resolved_scenario_of_a_mixed_population_reruns_identically(tiny, tmp_path):
+    """Behaviours get their policies' defaults and the resolved file has no ``policy`` (giving
+    both is refused), so the written file validates and reruns to the same tables."""
+    tiny.pop("policy", None)
+    tiny["population"]["behaviours"] = [
+        {"kind": "always", "share": 0.5},
+        {"kind": "fixed", "share": 0.5, "rho": 0.05},
+    ]
+    first = run(tiny, out_dir=tmp_path)
+    written = yaml.safe_load(next(tmp_path.rglob("scenario.resolved.yaml")).read_text())
+    assert "policy" not in written
+    behaviours = written["population"]["behaviours"]
+    assert behaviours[1]["rho"] == 0.05 and set(behaviours[1]) > {"kind", "share", "rho"}
+    again = run(written)
+    pd.testing.assert_frame_equal(first.clients, again.clients)
+    pd.testing.assert_frame_equal(
+        first.rounds.drop(columns="wall_time_s"), again.rounds.drop(columns="wall_time_s")
+    )
 
 
 @pytest.mark.parametrize("aggregation", ["fedavg", "mean"])

@@ -151,7 +151,11 @@ def validate(data: Mapping[str, Any], *, file: str | None = None) -> Scenario:
 
 
 def validated_tree(scenario: Scenario, *, mode: str = "python") -> dict[str, Any]:
-    """The scenario as plain data, each component replaced by its plug-in's validated config."""
+    """The scenario as plain data, each component replaced by its plug-in's validated config.
+
+    A population with ``behaviours`` has each behaviour's policy defaults filled in and no
+    top-level ``policy`` (the two exclude each other), so the tree validates again as it is.
+    """
     data = scenario.model_dump(mode=mode)
     for path in COMPONENT_FAMILIES:
         node = data
@@ -160,6 +164,10 @@ def validated_tree(scenario: Scenario, *, mode: str = "python") -> dict[str, Any
             node = node[part]
         cfg = scenario.config(path).model_dump(mode=mode)
         node[last] = {"kind": scenario.component(path).kind, **cfg}
+    if scenario.population.behaviours:
+        del data["policy"]
+        for spec, node in zip(scenario.behaviours(), data["population"]["behaviours"]):
+            node.update(spec.config.model_dump(mode=mode))
     return data
 
 
