@@ -183,12 +183,33 @@ class RandomGeometric:
         self.radius = config.radius
 
     def expected_edges(self, num_clients: int) -> float:
-        return _pairs(num_clients) * min(1.0, math.pi * self.radius**2)
+        return _pairs(num_clients) * square_distance_cdf(self.radius)
 
     def build(self, num_clients: int, *, rng: np.random.Generator) -> nx.Graph:
         import networkx as nx
 
         return nx.random_geometric_graph(num_clients, self.radius, seed=_seed(rng))
+
+
+def square_distance_cdf(r: float) -> float:
+    """P(‖u − v‖ ≤ r) for u, v uniform on the unit square (the square's border included).
+
+    With s = r²: πs − 8/3·s^(3/2) + s²/2 for s ≤ 1; 1/3 − 2s − s²/2 + 4/3·(2s + 1)·√(s − 1)
+    + 2s·arcsin(2/s − 1) for 1 < s ≤ 2; 1 beyond (Philip, *The probability distribution of
+    the distance between two random points in a box*, 2007). πr² alone overcounts by ~30 % at
+    r = 0.3.
+
+    >>> round(square_distance_cdf(1.0), 4), square_distance_cdf(2.0 ** 0.5)
+    (0.9749, 1.0)
+    """
+    s = r * r
+    if s <= 1.0:
+        return math.pi * s - 8.0 / 3.0 * s**1.5 + s * s / 2.0
+    if s >= 2.0:
+        return 1.0
+    root = math.sqrt(s - 1.0)
+    value = 1 / 3 - 2 * s - s * s / 2 + 4 / 3 * (2 * s + 1) * root + 2 * s * math.asin(2 / s - 1)
+    return min(1.0, value)
 
 
 def read_edges(source: str | list[Any], *, key: str = "edges") -> list[tuple[int, int]]:

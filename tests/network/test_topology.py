@@ -8,7 +8,7 @@ import pytest
 from fedgame import registry
 from fedgame.cli import main
 from fedgame.errors import ScenarioError
-from fedgame.network.topology import check_edges, read_edges
+from fedgame.network.topology import check_edges, read_edges, square_distance_cdf
 
 RANDOM = [
     ("erdos_renyi", {"p": 0.3}),
@@ -59,3 +59,14 @@ def test_topology_parameters_checked_against_population(write_scenario, tiny, ca
     tiny["network"]["topology"] = {"kind": "erdos_renyi", "p": 1.5}
     assert main(["validate", str(write_scenario(tiny))]) == 2
     assert "network.topology.p" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("radius", [0.05, 0.3, 0.7, 1.0, 1.2, 1.35, 1.5])
+def test_square_distance_cdf_matches_sampled_pairs(radius):
+    """The unit square's pair-distance law (random_geometric's expected edges), both pieces
+    and the border, against 200,000 sampled pairs (within 4 standard errors)."""
+    rng = np.random.default_rng(11)
+    d = np.linalg.norm(rng.random((200_000, 2)) - rng.random((200_000, 2)), axis=1)
+    sampled = float((d <= radius).mean())
+    se = max(np.sqrt(sampled * (1 - sampled) / d.size), 1e-6)
+    assert abs(square_distance_cdf(radius) - sampled) <= 4 * se
