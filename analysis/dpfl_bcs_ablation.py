@@ -116,7 +116,6 @@ ROWS = (
         "closest at T = 200, CNN 4-8 for logistic regression",
         **{**CLOSE, "sets": (*PAPER_EPS, *CNN)},
         size=CLOSE_SIZE | {"rounds": 200, "t0": 10},
-        seeds=3,
         table="paper_setting",
     ),
     Row(
