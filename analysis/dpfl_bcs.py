@@ -174,8 +174,10 @@ def summarise(report: _shared.Report, eps_grid: list[float]) -> None:
         verdict=verdict,
         why_not=f"stage 1 (T0/T = {t0_share:.0%}): with B = 1 its loss reports make the "
         "sensitivity 2η(B+Θ)/D_n 3.3 times larger, so BCS releases 2.2 times WeiAvg's noise; "
-        "without stage 1 BCS is above WeiAvg (+2.6 ± 2.0, dpfl_bcs_ablation.py); N, T, ε "
-        "range, 60k data and an MLP do not close the gap; the paper's B = 25 (1.09 times) "
+        "without stage 1 BCS is above WeiAvg (+2.6 ± 2.0, dpfl_bcs_ablation.py); N, T (the "
+        "paper's T = 200, T0 = 10: −2.1 ± 2.6), ε range, 60k data, an MLP and the paper's "
+        "4,266-parameter MNIST CNN (−2.9 ± 8.6; at T = 200: −1.9 ± 13.6) do not close the "
+        "gap; the paper's B = 25 (1.09 times) "
         "ties them (+0.2 ± 1.0, both near 20 %), but in the closest setting BCS loses again "
         "with B = 25 (−5.1 ± 1.3; 60k images: −3.4 ± 9.9, 3 seeds): the underdetermined P2 "
         "fit to noisy stage-1 losses can leave stage 2 to about K clients (23 of 100; 60k: "

@@ -10,7 +10,10 @@ rounds), the paired difference BCS − WeiAvg, and what the runs released: the p
 noise variance summed over the rounds' aggregates, Σ_t Σ_n w_n² σ_n² (w = 1/K for BCS, ε_n/Σ
 ε for WeiAvg), as a ratio BCS / WeiAvg; the share of BCS's variance released in stage 1
 (sensitivity 2η(B + Θ)/D_n, paper 000 Eq. 13); and the mean share of ε_n each client's
-ledger charged by the end.
+ledger charged by the end. Rows at the paper's T = 200 (T0 = 10) and with its 4,266-parameter
+MNIST CNN go to a second table, ``paper_setting``; a table is written when ``--rows`` ran
+one of its rows. ``runs.csv`` also holds, per run, the clients that uploaded after T0 and
+whether a stage-1 P2 fit ran to the optimiser's box.
 """
 
 from __future__ import annotations
@@ -38,12 +41,15 @@ class Row:
     sets: tuple[str, ...] = ()
     bcs_sets: tuple[str, ...] = ()
     seeds: int | None = None
+    table: str = "ablation"
 
 
 BASE = {"clients": 40, "k": 8, "t0": 6, "rounds": 40, "train": 6000}
 QUICK = {"clients": 12, "k": 4, "t0": 2, "rounds": 8, "train": 0}
 PAPER_EPS = ("population.budget.epsilon.low=0.5",)
 MLP = ("model.kind=mlp", "model.hidden=[16]")
+#: the paper's 4,266-parameter MNIST CNN (note 000 §6.2): conv 1→4 and 4→8 (3×3), 392→10
+CNN = ("model.kind=cnn", "model.channels=[4, 8]", "model.kernel_size=3")
 NO_LOSS = ("selection.estimate=none",)
 #: the paper's Fashion-MNIST clip B = 25 (note 000 §6.3), one change wherever B enters: the
 #: per-sample training clip and the updates' sensitivity (privacy.clip, both variants) and
@@ -98,11 +104,31 @@ ROWS = (
         seeds=3,
     ),
     Row("lm3", "Laplace (LM), ε_max 3", mech="LM", eps_max=3.0, seeds=3),
+    Row(
+        "close_t200",
+        "closest at the paper's T = 200, T0 = 10 (T0/T 5 %)",
+        **CLOSE,
+        size=CLOSE_SIZE | {"rounds": 200, "t0": 10},
+        table="paper_setting",
+    ),
+    Row(
+        "close_t200_cnn",
+        "closest at T = 200, CNN 4-8 for logistic regression",
+        **{**CLOSE, "sets": (*PAPER_EPS, *CNN)},
+        size=CLOSE_SIZE | {"rounds": 200, "t0": 10},
+        table="paper_setting",
+    ),
+    Row(
+        "cnn",
+        "CNN 4-8 (3×3, 4,266 parameters) for logistic regression",
+        sets=CNN,
+        table="paper_setting",
+    ),
 )
 
 
 #: rows of ``--quick`` (a smoke run on the digits)
-QUICK_ROWS = ["base", "lm3"]
+QUICK_ROWS = ["base", "lm3", "cnn"]
 
 
 def build_parser() -> Any:
@@ -162,6 +188,9 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     tag = f"{job['row']} {job['variant']} seed {job['seed']}"
     print(f"{NAME}: {tag}: {took:.0f} s", file=sys.stderr, flush=True)
     total, stage1 = released_variance(job, clients)
+    up = clients[clients["uploaded"].astype(bool)]
+    stage2 = up[up["round"] > job["t0"]]["client_id"].nunique()
+    at_bound = rounds["bcs_p2_at_bound"].max() if "bcs_p2_at_bound" in rounds else 0.0
     last = clients[clients["round"] == clients["round"].max()]
     spent = (last["epsilon_spent"] / last["epsilon_total"]).mean()
     keys = ("row", "variant", "seed")
@@ -170,6 +199,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         "noise_var": total,
         "noise_var_stage1": stage1,
         "eps_spent_share": float(spent),
+        "stage2_clients": int(stage2),
+        "p2_at_bound": bool(at_bound == 1.0),
         "status": result.manifest["status"],
         "wall_s": took,
     }
@@ -203,53 +234,61 @@ def main() -> None:
     report.write()
 
 
+#: generated tables: key -> title (a table is written when one of its rows ran)
+TABLES = {
+    "ablation": "BCS − WeiAvg (pts), one change at a time; mean ± 95% CI over seeds (paired)",
+    "paper_setting": "BCS − WeiAvg (pts) at the paper's T = 200 and with its MNIST CNN",
+}
+HEADER = (
+    "row",
+    "change (one at a time)",
+    "setting",
+    "seeds",
+    "WeiAvg %",
+    "DPFL-BCS %",
+    "BCS − WeiAvg",
+    "noise var BCS / WeiAvg",
+    "BCS var in stage 1",
+    "ε spent WeiAvg / BCS",
+)
+
+
 def summarise(report: _shared.Report, rows: list[Row], first: dict[str, dict]) -> None:
-    """The ablation table: one line per row, paired BCS − WeiAvg over seeds."""
-    import numpy as np
+    """One table per ``Row.table`` that has rows here: a line per row, paired BCS − WeiAvg
+    over seeds."""
     import pandas as pd
+
+    df = pd.DataFrame(report.rows).sort_values("seed")
+    for table, title in TABLES.items():
+        lines = [
+            line(row, df[df.row == row.key], first[row.key]) for row in rows if row.table == table
+        ]
+        if lines:
+            report.table(table, title, HEADER, lines)
+
+
+def line(row: Row, sel: Any, job: dict[str, Any]) -> list[Any]:
+    """One table line from the row's runs ``sel`` (both variants, sorted by seed)."""
+    import numpy as np
 
     from fedgame.analysis.stats import paired_difference, t_interval
 
-    df = pd.DataFrame(report.rows).sort_values("seed")
-    out = []
-    for row in rows:
-        sel = df[df.row == row.key]
-        wei, bcs = (sel[sel.variant == v] for v in VARIANTS)
-        job = first[row.key]
-        setting = f"N {job['clients']}, K {job['k']}, T {job['rounds']}, T0 {job['t0']}"
-        ratio = np.mean(bcs.noise_var.to_numpy() / wei.noise_var.to_numpy())
-        stage1 = np.mean(bcs.noise_var_stage1.to_numpy() / bcs.noise_var.to_numpy())
-        out.append(
-            [
-                row.key,
-                row.change,
-                f"{row.mech}, ε_max {row.eps_max:g}; {setting}",
-                len(bcs),
-                t_interval(100 * wei.accuracy).format(),
-                t_interval(100 * bcs.accuracy).format(),
-                paired_difference(list(100 * bcs.accuracy), list(100 * wei.accuracy)).format(),
-                f"{ratio:.2f}",
-                f"{100 * stage1:.0f} %",
-                f"{wei.eps_spent_share.mean():.2f} / {bcs.eps_spent_share.mean():.2f}",
-            ]
-        )
-    report.table(
-        "ablation",
-        "BCS − WeiAvg (pts), one change at a time; mean ± 95% CI over seeds (paired)",
-        [
-            "row",
-            "change (one at a time)",
-            "setting",
-            "seeds",
-            "WeiAvg %",
-            "DPFL-BCS %",
-            "BCS − WeiAvg",
-            "noise var BCS / WeiAvg",
-            "BCS var in stage 1",
-            "ε spent WeiAvg / BCS",
-        ],
-        out,
-    )
+    wei, bcs = (sel[sel.variant == v] for v in VARIANTS)
+    setting = f"N {job['clients']}, K {job['k']}, T {job['rounds']}, T0 {job['t0']}"
+    ratio = np.mean(bcs.noise_var.to_numpy() / wei.noise_var.to_numpy())
+    stage1 = np.mean(bcs.noise_var_stage1.to_numpy() / bcs.noise_var.to_numpy())
+    return [
+        row.key,
+        row.change,
+        f"{row.mech}, ε_max {row.eps_max:g}; {setting}",
+        len(bcs),
+        t_interval(100 * wei.accuracy).format(),
+        t_interval(100 * bcs.accuracy).format(),
+        paired_difference(list(100 * bcs.accuracy), list(100 * wei.accuracy)).format(),
+        f"{ratio:.2f}",
+        f"{100 * stage1:.0f} %",
+        f"{wei.eps_spent_share.mean():.2f} / {bcs.eps_spent_share.mean():.2f}",
+    ]
 
 
 if __name__ == "__main__":
