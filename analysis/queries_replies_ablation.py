@@ -34,7 +34,14 @@ PAPER_T_STAR = {1: qr.PAPER_T_STAR, 5: {1.0: 5, 5.0: 32, 10.0: 67}}
 PAPER_DECAY = 3.16
 
 #: fedgame's default setting of analysis/queries_replies.py (its b = 1 rows)
-BASE: dict[str, Any] = {"data": "digits", "clip": 30.0, "b": 1, "top": 80, "tau": None}
+BASE: dict[str, Any] = {
+    "data": "digits",
+    "clip": 30.0,
+    "b": 1,
+    "top": 80,
+    "tau": None,
+    "bias": True,
+}
 FM6K = BASE | {"data": 6000, "clip": 300.0}
 FM60K = BASE | {"data": 60000, "clip": 300.0}
 EPS = (1.0, 5.0, 10.0)
@@ -42,7 +49,7 @@ EPS = (1.0, 5.0, 10.0)
 
 @dataclass(frozen=True)
 class Row:
-    """One ablation row: a setting, its ε values and seed count (None: ``--seeds``)."""
+    """One ablation row: a setting, its ε values and most seeds (None: ``--seeds``)."""
 
     key: str
     change: str
@@ -50,6 +57,9 @@ class Row:
     eps: tuple[float, ...] = EPS
     seeds: int | None = None
     parent: str | None = None
+    #: the generated table the row goes to (``ablation``, or ``closer``: the rows added to
+    #: come closer to the paper's setting, tabled on their own)
+    table: str = "ablation"
 
 
 ROWS = (
@@ -76,9 +86,32 @@ ROWS = (
         eps=(1.0,),
         parent="fm6k",
     ),
+    Row(
+        "no_bias",
+        "logistic regression without bias (logits W x, as in the paper)",
+        BASE | {"top": 320, "bias": False},
+        parent="t320",
+        table="closer",
+    ),
+    Row(
+        "fm60k_eps",
+        "ε = 5 and 10 at the paper's d_i = 6,000 (full Fashion-MNIST), T ≤ 320",
+        FM60K | {"top": 320},
+        eps=(5.0, 10.0),
+        seeds=3,
+        parent="fm60k",
+        table="closer",
+    ),
 )
 #: rows of ``--quick`` (a smoke run on the digits)
-QUICK_ROWS = ["base", "b5", "fm6k"]
+QUICK_ROWS = ["base", "b5", "fm6k", "no_bias"]
+#: title of each generated table (a row names its table)
+TITLES = {
+    "ablation": "Accuracy peak in T against the planner's T*, one change at a time; final test "
+    "accuracy % and T*, mean ± 95% CI over seeds",
+    "closer": "Closer to the paper: the bias-free model and ε = 5, 10 at d_i = 6,000; final "
+    "test accuracy % and T*, mean ± 95% CI over seeds",
+}
 
 
 def build_parser() -> Any:
@@ -101,12 +134,14 @@ def ts_of(setting: dict[str, Any], args: Any) -> list[int]:
 
 
 def seeds_of(row: Row, args: Any) -> int:
-    return int(args.seeds if args.quick or row.seeds is None else max(row.seeds, args.seeds))
+    """``--seeds``, capped at the row's own count (its runs are slow)."""
+    return int(args.seeds if args.quick or row.seeds is None else min(row.seeds, args.seeds))
 
 
 def cell_key(setting: dict[str, Any], eps: float, seed: int, t: int) -> tuple:
     """Runs of rows that differ only in their T grid are shared."""
-    return (setting["data"], setting["clip"], setting["b"], setting["tau"], eps, seed, t)
+    s = setting
+    return (s["data"], s["clip"], s["b"], s["tau"], s["bias"], eps, seed, t)
 
 
 def jobs_of(rows: list[Row], args: Any) -> list[dict[str, Any]]:
@@ -135,6 +170,8 @@ def jobs_of(rows: list[Row], args: Any) -> list[dict[str, Any]]:
                     d = qr.scenario(base, job, sel, t or 1000)
                     if s["tau"] is not None:
                         d["training"] = {**d["training"], "lr_decay_tau": s["tau"]}
+                    if not s["bias"]:
+                        d["model"] = {**d["model"], "bias": False}
                     jobs[key] = job | {"t": t, "key": key, "scenario": d}
     return list(jobs.values())
 
@@ -161,7 +198,8 @@ def main() -> None:
 
 def cells(key: tuple) -> dict[str, Any]:
     """The setting columns of a run's key, for runs.csv."""
-    return dict(zip(("data", "clip", "b", "lr_decay_tau", "eps", "seed", "t"), key, strict=True))
+    names = ("data", "clip", "b", "lr_decay_tau", "bias", "eps", "seed", "t")
+    return dict(zip(names, key, strict=True))
 
 
 def describe(setting: dict[str, Any], args: Any) -> str:
@@ -170,13 +208,15 @@ def describe(setting: dict[str, Any], args: Any) -> str:
     name = "digits" if args.quick or data == "digits" else f"{args.dataset} {data // 1000}k"
     lr = "constant" if setting["tau"] is None else f"decay γ {setting['tau']:g}"
     top = ts_of(setting, args)[-1]
-    return f"{name}, ξ1 {setting['clip']:g}, b {setting['b']}, T ≤ {top}, lr {lr}"
+    bias = "" if setting["bias"] else ", no bias"
+    return f"{name}, ξ1 {setting['clip']:g}, b {setting['b']}, T ≤ {top}, lr {lr}{bias}"
 
 
 def summarise(
     report: _shared.Report, rows: list[Row], args: Any, by_key: dict[tuple, dict[str, Any]]
 ) -> None:
-    """The ablation table: one line per (row, ε)."""
+    """One table per row group (``TITLES``; a group with no row chosen is left out): one line
+    per (row, ε)."""
     import math
 
     import numpy as np
@@ -190,7 +230,7 @@ def summarise(
         return [by_key[cell_key(s, eps, seed, 0)] for seed in range(n)]
 
     named = {r.key: r for r in rows}  # the parent's runs exist only if it ran too
-    out = []
+    out: dict[str, list[list[Any]]] = {}
     for row in rows:
         s, n, ts = row.setting, seeds_of(row, args), ts_of(row.setting, args)
         for eps in row.eps:
@@ -208,7 +248,7 @@ def summarise(
                 other = {t: accs(pts, eps, n, t) for t in ts_of(pts, args)}
                 pbest = qr.peak_region(other)[0]
                 gap = paired_difference(by_t[best], other[pbest]).format()
-            out.append(
+            out.setdefault(row.table, []).append(
                 [
                     row.key,
                     row.change + (f" (from {row.parent})" if row.parent else ""),
@@ -229,31 +269,28 @@ def summarise(
                     gap,
                 ]
             )
-    report.table(
-        "ablation",
-        "Accuracy peak in T against the planner's T*, one change at a time; final test "
-        "accuracy % and T*, mean ± 95% CI over seeds",
-        [
-            "row",
-            "change (one at a time, from)",
-            "setting (data, ξ1, b, T grid, lr)",
-            "ε",
-            "seeds",
-            "acc. at best T %",
-            "best T",
-            "T not sig. below best",
-            "acc. at largest T %",
-            "planner T*",
-            "T* / best T",
-            "paper T* (MNIST)",
-            "Laplace scale at T*",
-            "Laplace scale at best T",
-            "γ = 2λ/μ",
-            "peak near T* (×2)?",
-            "b = 5 − b = 1 (each at best T), pts",
-        ],
-        out,
-    )
+    header = [
+        "row",
+        "change (one at a time, from)",
+        "setting (data, ξ1, b, T grid, lr)",
+        "ε",
+        "seeds",
+        "acc. at best T %",
+        "best T",
+        "T not sig. below best",
+        "acc. at largest T %",
+        "planner T*",
+        "T* / best T",
+        "paper T* (MNIST)",
+        "Laplace scale at T*",
+        "Laplace scale at best T",
+        "γ = 2λ/μ",
+        "peak near T* (×2)?",
+        "b = 5 − b = 1 (each at best T), pts",
+    ]
+    for key, title in TITLES.items():
+        if key in out:
+            report.table(key, title, header, out[key])
 
 
 if __name__ == "__main__":
