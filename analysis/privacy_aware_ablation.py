@@ -13,7 +13,10 @@ last 5 rounds) for eps ~ U(0, 1) and Fig. 6 case 2, at fedgame's default setting
 ``analysis/privacy_aware.py``, at the closest setting that fits 2 CPU cores, and with one
 difference changed at a time: eta*D, N, B, the training set, the model, s, T. The MLP (one
 hidden layer of 32, 25,450 parameters, about the paper's 26,010-parameter CNN) is the
-slowest row; ``--no-mlp`` leaves it out.
+slowest one-change row; ``--no-mlp`` leaves it out. A second table (``models``) runs the
+closest setting with the paper's model family: the MLP (``closest_mlp``) and a CNN of 16 and
+32 channels of 5 x 5 (``closest_cnn``, 28,938 parameters, about 30 s a round on one loaded
+core), which runs only when ``--rows`` names it.
 
 Paper setting (note 001 §6): N probably 100, 10 draws per round, B = 128, full (F-)MNIST,
 26k-parameter CNN, s in {0, 30, 70, 100}; T^g, T^l, lr, C and eta not reported.
@@ -58,6 +61,8 @@ class Row:
     kind: str
     setting: dict[str, Any]
     table: str = "ablation"
+    #: run only when ``--rows`` names it (or under ``--quick``): too slow for the default run
+    opt_in: bool = False
 
 
 def all_rows() -> list[Row]:
@@ -89,15 +94,27 @@ def all_rows() -> list[Row]:
     closest = "closest (N 100, B 128, 60k, s 30, ηD 1e6)"
     out += [
         Row("closest_mlp", f"{closest}, MLP 784-32-10", U01, "ablation", CLOSEST_MLP, "models"),
-        Row("closest_cnn", f"{closest}, {CNN_LABEL}", U01, "ablation", CLOSEST_CNN, "models"),
+        Row(
+            "closest_cnn",
+            f"{closest}, {CNN_LABEL}",
+            U01,
+            "ablation",
+            CLOSEST_CNN,
+            "models",
+            opt_in=True,
+        ),
     ]
     return out
 
 
-def rows(*, mlp: bool, similarity: bool, chosen: str | None = None) -> list[Row]:
-    """The rows to run: ``--rows``' keys (else all), less the MLP/CNN rows (``--no-mlp``) and
-    the s rows (``--no-s``) when asked."""
-    picked = _shared.pick_rows(all_rows(), chosen, quick=None)
+def rows(
+    *, mlp: bool, similarity: bool, chosen: str | None = None, quick: bool = False
+) -> list[Row]:
+    """The rows to run: ``--rows``' keys (else every row but the opt-in ones; ``--quick``:
+    every row), less the MLP/CNN rows (``--no-mlp``) and the s rows (``--no-s``) when asked."""
+    every = all_rows()
+    default = [r.key for r in every if quick or not r.opt_in]
+    picked = _shared.pick_rows(every, chosen, quick=default)
     return [
         r
         for r in picked
@@ -293,7 +310,7 @@ def main() -> None:
     ablation = min(args.ablation_seeds, args.seeds)
     plan: list[dict[str, Any]] = []
     unique: dict[str, dict[str, Any]] = {}  # identical scenarios (unbiased at any ηD) run once
-    chosen = rows(mlp=not args.no_mlp, similarity=not args.no_s, chosen=args.rows)
+    chosen = rows(mlp=not args.no_mlp, similarity=not args.no_s, chosen=args.rows, quick=args.quick)
     for row in chosen:
         seeds = args.seeds if row.kind == "headline" else ablation
         cell = {"label": row.label, "budget": row.budget, "seeds": seeds, "keys": {}}
