@@ -31,8 +31,8 @@ NO_PEAK = (
     "ε = 1 on digits' d_i ≈ 144); with the paper's d_i = 6,000 (full Fashion-MNIST, "
     "queries_replies_ablation row fm60k, ε = 1) a peak appears at T = 20-40, around the "
     "paper's T* = 22, and the planner's T* = 8.8 ± 4.1 lies below it (verdict no there; at "
-    "ε = 5 and 10 on the same data T* = 70.6 and 151.1 land at the best T, 80 and 160, row "
-    "fm60k_eps, 3 seeds)"
+    "ε = 5 and 10 on the same data T* = 70.6 and 151.1 land at the best T, 80 and 160, rows "
+    "fm60k_eps and fm60k_eps10, 3 seeds)"
 )
 #: the b = 5 gaps of queries_replies_ablation
 B1_SPREAD = (
