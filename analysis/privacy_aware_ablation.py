@@ -13,7 +13,10 @@ last 5 rounds) for eps ~ U(0, 1) and Fig. 6 case 2, at fedgame's default setting
 ``analysis/privacy_aware.py``, at the closest setting that fits 2 CPU cores, and with one
 difference changed at a time: eta*D, N, B, the training set, the model, s, T. The MLP (one
 hidden layer of 32, 25,450 parameters, about the paper's 26,010-parameter CNN) is the
-slowest row; ``--no-mlp`` leaves it out.
+slowest one-change row; ``--no-mlp`` leaves it out. A second table (``models``) runs the
+closest setting with the paper's model family: the MLP (``closest_mlp``) and a CNN of 16 and
+32 channels of 5 x 5 (``closest_cnn``, 28,938 parameters, about 30 s a round on one loaded
+core), which runs only when ``--rows`` names it.
 
 Paper setting (note 001 §6): N probably 100, 10 draws per round, B = 128, full (F-)MNIST,
 26k-parameter CNN, s in {0, 30, 70, 100}; T^g, T^l, lr, C and eta not reported.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,32 +40,86 @@ DEFAULT = {"clients": 50, "train": 10000, "batch": 64, "model": "logreg", "s": 3
 CLOSEST = DEFAULT | {"clients": 100, "train": 60000, "batch": 128, "eta_d": 1e6}
 QUICK_CLIENTS = {50: 12, 100: 24}
 MLP = ["model.kind=mlp", "model.hidden=[32]"]
+#: a same-padded CNN of about the paper's size (16 and 32 channels of 5 x 5, 28,938 parameters
+#: on 28 x 28 inputs; the paper's Tramer-Boneh CNN: 26,010)
+CNN = ["model.kind=cnn", "model.channels=[16, 32]", "model.kernel_size=5"]
+CNN_LABEL = "CNN 16-32 (5 × 5, 28,938 parameters)"
+CLOSEST_MLP = CLOSEST | {"model": "mlp"}
+CLOSEST_CNN = CLOSEST | {"model": "cnn"}
 RUNS_PER_PROCESS = 4
 ETA_GRID = (1e2, 1e3, 1e4, 3e4, 1e5, 3e5, 1e6, 1e8)
 
 
-def rows(*, mlp: bool, similarity: bool) -> list[tuple[str, str, str, dict[str, Any]]]:
-    """(label, budget law, seed kind, setting) of every row of the training table."""
+@dataclass(frozen=True)
+class Row:
+    """One row of a training table: ``--rows`` key, label, budget law, seed kind ("headline":
+    ``--seeds``; "ablation": ``--ablation-seeds``), setting, and the table it belongs to."""
+
+    key: str
+    label: str
+    budget: str
+    kind: str
+    setting: dict[str, Any]
+    table: str = "ablation"
+    #: run only when ``--rows`` names it (or under ``--quick``): too slow for the default run
+    opt_in: bool = False
+
+
+def all_rows() -> list[Row]:
+    """Every row of the training tables, in table order."""
     d = DEFAULT
     one = [
-        ("ηD 1e4 → 1e2", d | {"eta_d": 1e2}),
-        ("ηD 1e4 → 1e6", d | {"eta_d": 1e6}),
-        ("N 50 → 100", d | {"clients": 100}),
-        ("B 64 → 128", d | {"batch": 128}),
-        ("train 10k → 60k (full)", d | {"train": 60000}),
-        *([("model logreg → MLP 784-32-10", d | {"model": "mlp"})] if mlp else []),
-        *((f"s 30 → {s}", d | {"s": s}) for s in ((0, 70, 100) if similarity else ())),
-        ("T × 2.5 (40 → 100 rounds)", d | {"rounds_factor": 2.5}),
+        ("eta_1e2", "ηD 1e4 → 1e2", d | {"eta_d": 1e2}),
+        ("eta_1e6", "ηD 1e4 → 1e6", d | {"eta_d": 1e6}),
+        ("n100", "N 50 → 100", d | {"clients": 100}),
+        ("b128", "B 64 → 128", d | {"batch": 128}),
+        ("train60k", "train 10k → 60k (full)", d | {"train": 60000}),
+        ("mlp", "model logreg → MLP 784-32-10", d | {"model": "mlp"}),
+        *((f"s{s}", f"s 30 → {s}", d | {"s": s}) for s in (0, 70, 100)),
+        ("t100", "T × 2.5 (40 → 100 rounds)", d | {"rounds_factor": 2.5}),
     ]
-    out = [("fedgame default (N 50, B 64, 10k, logreg, s 30, ηD 1e4, T 40)", U01, "headline", d)]
-    out += [(label, U01, "ablation", setting) for label, setting in one]
-    out.append(("closest (N 100, B 128, 60k, logreg, s 30, ηD 1e6)", U01, "headline", CLOSEST))
+    default = "fedgame default (N 50, B 64, 10k, logreg, s 30, ηD 1e4, T 40)"
+    out = [Row("default", default, U01, "headline", d)]
+    out += [Row(key, label, U01, "ablation", setting) for key, label, setting in one]
+    out.append(
+        Row(
+            "closest", "closest (N 100, B 128, 60k, logreg, s 30, ηD 1e6)", U01, "headline", CLOSEST
+        )
+    )
     out += [
-        ("fedgame default, ηD 1e4", CASE2, "ablation", d),
-        ("ηD 1e4 → 1e5", CASE2, "ablation", d | {"eta_d": 1e5}),
-        ("ηD 1e4 → 1e6", CASE2, "ablation", d | {"eta_d": 1e6}),
+        Row("case2", "fedgame default, ηD 1e4", CASE2, "ablation", d),
+        Row("case2_eta_1e5", "ηD 1e4 → 1e5", CASE2, "ablation", d | {"eta_d": 1e5}),
+        Row("case2_eta_1e6", "ηD 1e4 → 1e6", CASE2, "ablation", d | {"eta_d": 1e6}),
+    ]
+    closest = "closest (N 100, B 128, 60k, s 30, ηD 1e6)"
+    out += [
+        Row("closest_mlp", f"{closest}, MLP 784-32-10", U01, "ablation", CLOSEST_MLP, "models"),
+        Row(
+            "closest_cnn",
+            f"{closest}, {CNN_LABEL}",
+            U01,
+            "ablation",
+            CLOSEST_CNN,
+            "models",
+            opt_in=True,
+        ),
     ]
     return out
+
+
+def rows(
+    *, mlp: bool, similarity: bool, chosen: str | None = None, quick: bool = False
+) -> list[Row]:
+    """The rows to run: ``--rows``' keys (else every row but the opt-in ones; ``--quick``:
+    every row), less the MLP/CNN rows (``--no-mlp``) and the s rows (``--no-s``) when asked."""
+    every = all_rows()
+    default = [r.key for r in every if quick or not r.opt_in]
+    picked = _shared.pick_rows(every, chosen, quick=default)
+    return [
+        r
+        for r in picked
+        if (mlp or r.setting["model"] == "logreg") and (similarity or r.setting["s"] == 30)
+    ]
 
 
 def build_parser() -> Any:
@@ -72,9 +130,9 @@ def build_parser() -> Any:
         default=3,
         help="seeds of the one-change rows (default 3; --seeds sets the headline rows)",
     )
-    p.add_argument("--no-mlp", action="store_true", help="leave out the (slow) MLP row")
+    p.add_argument("--no-mlp", action="store_true", help="leave out the (slow) MLP and CNN rows")
     p.add_argument("--no-s", action="store_true", help="leave out the s = 0, 70, 100 rows")
-    return p
+    return _shared.add_rows_option(p, all_rows())
 
 
 def scenario_of(
@@ -89,8 +147,7 @@ def scenario_of(
     overrides = [f"training.batch_size={setting['batch']}"]
     if variant == "privacy-aware":
         overrides.append(f"selection.batch_size={setting['batch']}")
-    if setting["model"] == "mlp":
-        overrides += MLP
+    overrides += {"logreg": [], "mlp": MLP, "cnn": CNN}[setting["model"]]
     job = {
         "seed": seed,
         "rounds": round(args.rounds * setting.get("rounds_factor", 1)),
@@ -230,10 +287,14 @@ def run_fresh(jobs: list[dict[str, Any]], workers: int) -> None:
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Accuracy (mean of the last 5 rounds) of one scenario, also kept in ``job["file"]``
     (so that an interrupted run resumes where it stopped)."""
+    import time
+
+    start = time.perf_counter()
     result = _shared.simulate(job["scenario"])
     row = {
         "accuracy": float(result.rounds["test_accuracy"].iloc[-5:].mean()),
         "status": result.manifest["status"],
+        "seconds": round(time.perf_counter() - start, 1),
     }
     Path(job["file"]).write_text(json.dumps(row), encoding="utf-8")
     return row
@@ -249,12 +310,14 @@ def main() -> None:
     ablation = min(args.ablation_seeds, args.seeds)
     plan: list[dict[str, Any]] = []
     unique: dict[str, dict[str, Any]] = {}  # identical scenarios (unbiased at any ηD) run once
-    for label, budget, kind, setting in rows(mlp=not args.no_mlp, similarity=not args.no_s):
-        seeds = args.seeds if kind == "headline" else ablation
-        cell = {"label": label, "budget": budget, "seeds": seeds, "keys": {}}
+    chosen = rows(mlp=not args.no_mlp, similarity=not args.no_s, chosen=args.rows, quick=args.quick)
+    for row in chosen:
+        seeds = args.seeds if row.kind == "headline" else ablation
+        cell = {"label": row.label, "budget": row.budget, "seeds": seeds, "keys": {}}
+        cell["table"] = row.table
         for variant in ("privacy-aware", "unbiased"):
             for seed in range(seeds):
-                data = scenario_of(base, args, setting, budget, variant, seed)
+                data = scenario_of(base, args, row.setting, row.budget, variant, seed)
                 key = json.dumps(data, sort_keys=True)
                 unique.setdefault(key, {"key": key, "scenario": data})
                 cell["keys"][(variant, seed)] = key
@@ -279,7 +342,7 @@ def main() -> None:
     summarise(report, plan, by_key)
     report.rows = [
         {"row": c["label"], "budget": c["budget"], "variant": variant, "seed": seed}
-        | {k: by_key[key][k] for k in ("accuracy", "status")}
+        | {k: by_key[key].get(k) for k in ("accuracy", "status", "seconds")}
         for c in plan
         for (variant, seed), key in c["keys"].items()
     ]
@@ -292,34 +355,34 @@ def _interval(values: list[float]) -> str:
     return t_interval(values).format()
 
 
+TITLES = {
+    "ablation": "Privacy-aware − unbiased accuracy (pts, mean of the last 5 rounds), paired per "
+    "seed, mean ± 95% CI; each one-change row changes one thing from fedgame's default",
+    "models": "The closest setting with the paper's model family: privacy-aware − unbiased "
+    "accuracy (pts, mean of the last 5 rounds), paired per seed, mean ± 95% CI",
+}
+
+
 def summarise(report: _shared.Report, plan: list[dict[str, Any]], by_key: dict) -> None:
-    """The ablation table: privacy-aware − unbiased accuracy (pts), paired per seed."""
+    """One table per row group (``ablation``, ``models``; a group with no row chosen is left
+    out): privacy-aware − unbiased accuracy (pts), paired per seed, and the mean wall time of
+    one run."""
     from fedgame.analysis.stats import paired_difference
 
-    table = []
-    for cell in plan:
-        pa_acc, u_acc = (
-            [100 * by_key[cell["keys"][(variant, s)]]["accuracy"] for s in range(cell["seeds"])]
-            for variant in ("privacy-aware", "unbiased")
-        )
-        same = " (identical on every seed)" if pa_acc == u_acc else ""
-        gain = paired_difference(pa_acc, u_acc).format() + same
-        row = [cell["budget"], cell["label"], cell["seeds"], *map(_interval, (pa_acc, u_acc))]
-        table.append([*row, gain])
-    report.table(
-        "ablation",
-        "Privacy-aware − unbiased accuracy (pts, mean of the last 5 rounds), paired per seed, "
-        "mean ± 95% CI; each one-change row changes one thing from fedgame's default",
-        [
-            "budgets",
-            "setting",
-            "seeds",
-            "privacy-aware %",
-            "unbiased %",
-            "privacy-aware − unbiased, pts",
-        ],
-        table,
-    )
+    for key, title in TITLES.items():
+        table = []
+        for cell in (c for c in plan if c["table"] == key):
+            pa_acc, u_acc = (
+                [100 * by_key[cell["keys"][(v, s)]]["accuracy"] for s in range(cell["seeds"])]
+                for v in ("privacy-aware", "unbiased")
+            )
+            same = " (identical on every seed)" if pa_acc == u_acc else ""
+            gain = paired_difference(pa_acc, u_acc).format() + same
+            row = [cell["budget"], cell["label"], cell["seeds"], *map(_interval, (pa_acc, u_acc))]
+            table.append([*row, gain])
+        if table:
+            header = ["budgets", "setting", "seeds", "privacy-aware %", "unbiased %"]
+            report.table(key, title, [*header, "privacy-aware − unbiased, pts"], table)
 
 
 if __name__ == "__main__":

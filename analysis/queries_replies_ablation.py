@@ -7,7 +7,11 @@ the row it names: from fedgame's default setting of that script (digits, ξ1 = 3
 0.05, b = 1, T up to 80) toward the paper's (MNIST, N = 10 × 6,000 two-digit clients,
 ξ1 = 300, lr 0.05 "decaying gradually", T up to 500). The closest setting that fits two
 cores is full Fashion-MNIST (60,000 training images: the paper's d_i = 6,000 per client and
-its 784 inputs), run at ε = 1 with T up to 80 (one round costs about 1 s there).
+its 784 inputs), run at ε = 1 with T up to 80 (one round costs about 1 s there) and, in a
+second table (``closer``), at ε = 5 and 10 with T up to 160 on 3 seeds (``fm60k_eps``;
+ε = 10 also up to 320, ``fm60k_eps10``), beside the paper's bias-free logistic regression
+(``no_bias``). Each run is kept in
+``OUT/runs`` (named after its scenario), so a ``--rows`` run reuses the runs it shares.
 
 Per row and ε: the best T (highest mean final test accuracy), every T not significantly
 below it (paired t-interval over seeds), the planner's T* (mean ± 95% CI), the ratio T*/best
@@ -20,7 +24,10 @@ and b = 1, each at its best T.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import _shared
@@ -34,7 +41,14 @@ PAPER_T_STAR = {1: qr.PAPER_T_STAR, 5: {1.0: 5, 5.0: 32, 10.0: 67}}
 PAPER_DECAY = 3.16
 
 #: fedgame's default setting of analysis/queries_replies.py (its b = 1 rows)
-BASE: dict[str, Any] = {"data": "digits", "clip": 30.0, "b": 1, "top": 80, "tau": None}
+BASE: dict[str, Any] = {
+    "data": "digits",
+    "clip": 30.0,
+    "b": 1,
+    "top": 80,
+    "tau": None,
+    "bias": True,
+}
 FM6K = BASE | {"data": 6000, "clip": 300.0}
 FM60K = BASE | {"data": 60000, "clip": 300.0}
 EPS = (1.0, 5.0, 10.0)
@@ -42,7 +56,7 @@ EPS = (1.0, 5.0, 10.0)
 
 @dataclass(frozen=True)
 class Row:
-    """One ablation row: a setting, its ε values and seed count (None: ``--seeds``)."""
+    """One ablation row: a setting, its ε values and most seeds (None: ``--seeds``)."""
 
     key: str
     change: str
@@ -50,6 +64,9 @@ class Row:
     eps: tuple[float, ...] = EPS
     seeds: int | None = None
     parent: str | None = None
+    #: the generated table the row goes to (``ablation``, or ``closer``: the rows added to
+    #: come closer to the paper's setting, tabled on their own)
+    table: str = "ablation"
 
 
 ROWS = (
@@ -76,9 +93,41 @@ ROWS = (
         eps=(1.0,),
         parent="fm6k",
     ),
+    Row(
+        "no_bias",
+        "logistic regression without bias (logits W x, as in the paper)",
+        BASE | {"top": 320, "bias": False},
+        parent="t320",
+        table="closer",
+    ),
+    Row(
+        "fm60k_eps",
+        "ε = 5 and 10 at the paper's d_i = 6,000 (full Fashion-MNIST), T ≤ 160",
+        FM60K | {"top": 160},
+        eps=(5.0, 10.0),
+        seeds=3,
+        parent="fm60k",
+        table="closer",
+    ),
+    Row(
+        "fm60k_eps10",
+        "T grid extended to 320 (ε = 10)",
+        FM60K | {"top": 320},
+        eps=(10.0,),
+        seeds=3,
+        parent="fm60k_eps",
+        table="closer",
+    ),
 )
 #: rows of ``--quick`` (a smoke run on the digits)
-QUICK_ROWS = ["base", "b5", "fm6k"]
+QUICK_ROWS = ["base", "b5", "fm6k", "no_bias"]
+#: title of each generated table (a row names its table)
+TITLES = {
+    "ablation": "Accuracy peak in T against the planner's T*, one change at a time; final test "
+    "accuracy % and T*, mean ± 95% CI over seeds",
+    "closer": "Closer to the paper: the bias-free model, and ε = 5, 10 at d_i = 6,000; final "
+    "test accuracy % and T*, mean ± 95% CI over seeds",
+}
 
 
 def build_parser() -> Any:
@@ -101,12 +150,14 @@ def ts_of(setting: dict[str, Any], args: Any) -> list[int]:
 
 
 def seeds_of(row: Row, args: Any) -> int:
-    return int(args.seeds if args.quick or row.seeds is None else max(row.seeds, args.seeds))
+    """``--seeds``, capped at the row's own count (its runs are slow)."""
+    return int(args.seeds if args.quick or row.seeds is None else min(row.seeds, args.seeds))
 
 
 def cell_key(setting: dict[str, Any], eps: float, seed: int, t: int) -> tuple:
     """Runs of rows that differ only in their T grid are shared."""
-    return (setting["data"], setting["clip"], setting["b"], setting["tau"], eps, seed, t)
+    s = setting
+    return (s["data"], s["clip"], s["b"], s["tau"], s["bias"], eps, seed, t)
 
 
 def jobs_of(rows: list[Row], args: Any) -> list[dict[str, Any]]:
@@ -135,6 +186,8 @@ def jobs_of(rows: list[Row], args: Any) -> list[dict[str, Any]]:
                     d = qr.scenario(base, job, sel, t or 1000)
                     if s["tau"] is not None:
                         d["training"] = {**d["training"], "lr_decay_tau": s["tau"]}
+                    if not s["bias"]:
+                        d["model"] = {**d["model"], "bias": False}
                     jobs[key] = job | {"t": t, "key": key, "scenario": d}
     return list(jobs.values())
 
@@ -142,6 +195,13 @@ def jobs_of(rows: list[Row], args: Any) -> list[dict[str, Any]]:
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """queries_replies.py's run (accuracy, or the planner's T*), tagged with its cell."""
     return qr.run_one(job) | {"key": job["key"]}
+
+
+def run_kept(job: dict[str, Any]) -> None:
+    """``run_one``, its result kept in ``job["file"]`` (so that an interrupted or a ``--rows``
+    run reuses it: the file is named after the scenario)."""
+    row = {k: v for k, v in run_one(job).items() if k != "key"}
+    Path(job["file"]).write_text(json.dumps(row), encoding="utf-8")
 
 
 def main() -> None:
@@ -153,7 +213,15 @@ def main() -> None:
     report = _shared.Report(NAME, args)
     # the largest runs first, so a slow run shows early in the progress lines
     order = sorted(range(len(jobs)), key=lambda i: str(jobs[i]["key"][0]) != "60000")
-    done = _shared.run_jobs(run_one, [jobs[i] for i in order], args.workers)
+    cache = Path(args.out) / "runs"
+    cache.mkdir(parents=True, exist_ok=True)
+    for job in jobs:
+        text = json.dumps([job["t"], job["scenario"]], sort_keys=True)
+        job["file"] = str(cache / f"{hashlib.sha1(text.encode()).hexdigest()[:16]}.json")
+    todo = [jobs[i] for i in order if not Path(jobs[i]["file"]).is_file()]
+    print(f"{len(jobs) - len(todo)} runs kept from an earlier run in {cache}", flush=True)
+    _shared.run_jobs(run_kept, todo, args.workers)
+    done = [json.loads(Path(j["file"]).read_text()) | {"key": j["key"]} for j in jobs]
     report.rows = [{k: v for k, v in r.items() if k != "key"} | cells(r["key"]) for r in done]
     summarise(report, rows, args, {r["key"]: r for r in done})
     report.write()
@@ -161,7 +229,8 @@ def main() -> None:
 
 def cells(key: tuple) -> dict[str, Any]:
     """The setting columns of a run's key, for runs.csv."""
-    return dict(zip(("data", "clip", "b", "lr_decay_tau", "eps", "seed", "t"), key, strict=True))
+    names = ("data", "clip", "b", "lr_decay_tau", "bias", "eps", "seed", "t")
+    return dict(zip(names, key, strict=True))
 
 
 def describe(setting: dict[str, Any], args: Any) -> str:
@@ -170,13 +239,15 @@ def describe(setting: dict[str, Any], args: Any) -> str:
     name = "digits" if args.quick or data == "digits" else f"{args.dataset} {data // 1000}k"
     lr = "constant" if setting["tau"] is None else f"decay γ {setting['tau']:g}"
     top = ts_of(setting, args)[-1]
-    return f"{name}, ξ1 {setting['clip']:g}, b {setting['b']}, T ≤ {top}, lr {lr}"
+    bias = "" if setting["bias"] else ", no bias"
+    return f"{name}, ξ1 {setting['clip']:g}, b {setting['b']}, T ≤ {top}, lr {lr}{bias}"
 
 
 def summarise(
     report: _shared.Report, rows: list[Row], args: Any, by_key: dict[tuple, dict[str, Any]]
 ) -> None:
-    """The ablation table: one line per (row, ε)."""
+    """One table per row group (``TITLES``; a group with no row chosen is left out): one line
+    per (row, ε)."""
     import math
 
     import numpy as np
@@ -190,7 +261,7 @@ def summarise(
         return [by_key[cell_key(s, eps, seed, 0)] for seed in range(n)]
 
     named = {r.key: r for r in rows}  # the parent's runs exist only if it ran too
-    out = []
+    out: dict[str, list[list[Any]]] = {}
     for row in rows:
         s, n, ts = row.setting, seeds_of(row, args), ts_of(row.setting, args)
         for eps in row.eps:
@@ -208,7 +279,7 @@ def summarise(
                 other = {t: accs(pts, eps, n, t) for t in ts_of(pts, args)}
                 pbest = qr.peak_region(other)[0]
                 gap = paired_difference(by_t[best], other[pbest]).format()
-            out.append(
+            out.setdefault(row.table, []).append(
                 [
                     row.key,
                     row.change + (f" (from {row.parent})" if row.parent else ""),
@@ -229,31 +300,28 @@ def summarise(
                     gap,
                 ]
             )
-    report.table(
-        "ablation",
-        "Accuracy peak in T against the planner's T*, one change at a time; final test "
-        "accuracy % and T*, mean ± 95% CI over seeds",
-        [
-            "row",
-            "change (one at a time, from)",
-            "setting (data, ξ1, b, T grid, lr)",
-            "ε",
-            "seeds",
-            "acc. at best T %",
-            "best T",
-            "T not sig. below best",
-            "acc. at largest T %",
-            "planner T*",
-            "T* / best T",
-            "paper T* (MNIST)",
-            "Laplace scale at T*",
-            "Laplace scale at best T",
-            "γ = 2λ/μ",
-            "peak near T* (×2)?",
-            "b = 5 − b = 1 (each at best T), pts",
-        ],
-        out,
-    )
+    header = [
+        "row",
+        "change (one at a time, from)",
+        "setting (data, ξ1, b, T grid, lr)",
+        "ε",
+        "seeds",
+        "acc. at best T %",
+        "best T",
+        "T not sig. below best",
+        "acc. at largest T %",
+        "planner T*",
+        "T* / best T",
+        "paper T* (MNIST)",
+        "Laplace scale at T*",
+        "Laplace scale at best T",
+        "γ = 2λ/μ",
+        "peak near T* (×2)?",
+        "b = 5 − b = 1 (each at best T), pts",
+    ]
+    for key, title in TITLES.items():
+        if key in out:
+            report.table(key, title, header, out[key])
 
 
 if __name__ == "__main__":

@@ -37,10 +37,15 @@ def _meta() -> torch.device:
 
 @register("model", "logreg")
 class LogReg:
-    """Multinomial logistic regression: flatten the input, one linear layer to the logits."""
+    """Multinomial logistic regression: flatten the input, one linear layer to the logits
+    (``W x + b``, or ``W x`` with ``bias: false``, the bias-free linear model of paper 002)."""
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
+
+        bias: bool = Field(
+            default=True, description="add a bias per class (false: logits W x, d*C parameters)"
+        )
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or self.Config()
@@ -50,11 +55,16 @@ class LogReg:
         from torch import nn
 
         d = math.prod(input_shape)
-        return nn.Sequential(nn.Flatten(), nn.Linear(d, num_classes, device=_meta()))
+        linear = nn.Linear(d, num_classes, bias=self.config.bias, device=_meta())
+        return nn.Sequential(nn.Flatten(), linear)
 
     def size(self, *, input_shape: tuple[int, ...], num_classes: int) -> ModelSize:
-        """Sizes of :meth:`build`'s module: ``(d + 1) C`` parameters for ``d`` input values."""
-        params, widths = dense_stack([math.prod(input_shape), num_classes])
+        """Sizes of :meth:`build`'s module: ``(d + 1) C`` parameters for ``d`` input values,
+        ``d C`` without the bias."""
+        d = math.prod(input_shape)
+        params, widths = dense_stack([d, num_classes])
+        if not self.config.bias:
+            params -= num_classes
         return ModelSize.of_layers(num_params=params, widths=widths)
 
 

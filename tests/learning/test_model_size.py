@@ -34,6 +34,8 @@ def _measured(kind: str, config: dict, shape: tuple[int, ...], classes: int) -> 
 CASES = [
     ("logreg", {}, (1, 8, 8)),
     ("logreg", {}, (40,)),
+    ("logreg", {"bias": False}, (1, 8, 8)),
+    ("logreg", {"bias": False}, (40,)),
     ("mlp", {}, (1, 28, 28)),
     ("mlp", {"hidden": [32, 7, 5]}, (40,)),
     ("cnn", {}, (1, 28, 28)),

@@ -38,6 +38,26 @@ def test_logreg_is_one_linear_layer() -> None:
     assert sum(p.numel() for p in params.values()) == 40 * 10 + 10
 
 
+def test_logreg_without_bias_has_d_times_c_parameters() -> None:
+    plugin = create("model", "logreg", {"bias": False})
+    module = plugin.build(input_shape=(1, 8, 8), num_classes=10)
+    params = init_parameters(module, generator=_gen(0))
+    assert [tuple(p.shape) for p in params.values()] == [(10, 64)]
+    assert plugin.size(input_shape=(1, 8, 8), num_classes=10).num_params == 64 * 10
+    logits = functional_call(module, params, (torch.zeros(3, 1, 8, 8),))
+    assert torch.equal(logits, torch.zeros(3, 10))  # W·0 = 0: no bias anywhere
+
+
+def test_scenario_accepts_a_bias_free_logreg() -> None:
+    from fedgame.scenario.load import validate
+
+    scenario = validate({"model": {"kind": "logreg", "bias": False}})
+    assert scenario.config("model").bias is False
+    assert validate({"model": {"kind": "logreg"}}).config("model").bias is True
+    with pytest.raises(ScenarioError, match="bias"):
+        validate({"model": {"kind": "logreg", "bias": "sometimes"}})
+
+
 def test_mlp_hidden_layers_follow_config() -> None:
     mlp = create("model", "mlp", {"hidden": [5, 3]})
     params = init_parameters(mlp.build(input_shape=(4,), num_classes=2), generator=_gen(0))
