@@ -6,11 +6,12 @@ plug-ins add columns by declaring ``round_columns``/``client_columns`` (the ``Re
 rounds table is its model variables, the clients table its agent variables, recorded as one
 block of columns per step instead of one reporter call per agent and attribute.
 
-How much of the clients table is kept is ``output.clients`` (:func:`clients_table_mode`):
-``all`` (one row per client per round), ``active`` (per round, only the clients the round
-touched: selected, charged, paid or reported on by a plug-in) or ``none``; the rounds table,
-the per-round summary, is always kept. ``auto`` (the default) is ``all`` while
-``population.clients x rounds`` is at most :data:`AUTO_ALL_ROWS`, else ``active``.
+How much of the clients table is kept is ``output.clients``
+(:func:`fedgame.scenario.output.clients_table_mode`): ``all`` (one row per client per round),
+``active`` (per round, only the clients the round touched: selected, charged, paid or
+reported on by a plug-in) or ``none``; the rounds table, the per-round summary, is always
+kept. ``auto`` (the default) is ``all`` while ``population.clients x rounds`` is at most
+:data:`fedgame.scenario.output.AUTO_ALL_ROWS`, else ``active``.
 """
 
 from __future__ import annotations
@@ -54,33 +55,6 @@ ROUND_COLUMNS = (
     "lr",
     "wall_time_s",
 )
-
-
-#: ``output.clients: auto`` keeps every client's row while clients x rounds is at most this
-#: (about 0.5 GB of table held in memory); larger runs keep the active clients' rows only
-AUTO_ALL_ROWS = 2_000_000
-
-
-def clients_table_mode(scenario: Any) -> str:
-    """``all``, ``active`` or ``none``: what the clients table of ``scenario`` records."""
-    mode = str(scenario.output.clients)
-    if mode != "auto":
-        return mode
-    rows = scenario.population.clients * scenario.rounds
-    return "all" if rows <= AUTO_ALL_ROWS else "active"
-
-
-def clients_table_reason(scenario: Any) -> str:
-    """Why the clients table has the mode it has (one line, for the manifest and the CLI)."""
-    mode = clients_table_mode(scenario)
-    if str(scenario.output.clients) != "auto":
-        return f"{mode} (output.clients: {mode})"
-    rows = scenario.population.clients * scenario.rounds
-    relation = "<=" if mode == "all" else ">"
-    return (
-        f"{mode} (output.clients: auto; {scenario.population.clients} clients x "
-        f"{scenario.rounds} rounds = {rows} rows {relation} {AUTO_ALL_ROWS})"
-    )
 
 
 def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]]:

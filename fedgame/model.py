@@ -23,12 +23,7 @@ from fedgame.agents.client import ClientAgent, answers_in_batch, behaviour_type
 from fedgame.agents.roster import ClientRoster
 from fedgame.agents.server import ServerAgent
 from fedgame.agents.table import ClientTable
-from fedgame.collect import (
-    ClientTableCollector,
-    clients_table_mode,
-    declared_columns,
-    round_summary,
-)
+from fedgame.collect import ClientTableCollector, declared_columns, round_summary
 from fedgame.errors import DivergenceError
 from fedgame.game.monitor import OffersContest, RoundMonitor
 from fedgame.learning.batched import LocalResult
@@ -48,6 +43,7 @@ from fedgame.privacy.base import (
 from fedgame.privacy.budget import PrivacyBudget
 from fedgame.scenario.build import World, build_world
 from fedgame.scenario.coerce import ScenarioLike, scenario_from
+from fedgame.scenario.output import clients_table_mode
 from fedgame.scenario.schema import Scenario
 from fedgame.seeding import SeedPlan
 from fedgame.views import (

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedgame.collect import AUTO_ALL_ROWS, clients_table_mode
 from fedgame.model import FedGameModel
 from fedgame.run.single import simulate
 from fedgame.scenario.load import validate
+from fedgame.scenario.output import AUTO_ALL_ROWS, clients_table_mode
 
 
 def with_clients(tiny, mode):

@@ -148,7 +148,7 @@ def _result(
     created: str,
     started: float,
 ) -> RunResult:
-    from fedgame.collect import clients_table_reason
+    from fedgame.scenario.output import clients_table_reason
 
     rounds, clients = tables(model)
     if status == "interrupted":

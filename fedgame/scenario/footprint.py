@@ -13,8 +13,10 @@ runs (the quickstart: 524 MiB estimated, 499 MiB measured):
 
 * each client costs about 3 KB to set up (agent, table row, data indices):
   :data:`PER_CLIENT_BYTES`;
-* the clients table holds one row per client per round until the run ends, and writing it
-  makes two more copies (one table, one Parquet buffer): :data:`CLIENT_VALUE_BYTES` per value;
+* the clients table holds one row per client per round until the run ends (``output.clients:
+  all``; ``active`` keeps about the trained clients' rows, every player's under an
+  incentive; ``none`` none), and writing it makes two more copies (one table, one Parquet
+  buffer): :data:`CLIENT_VALUE_BYTES` per value;
 * a training step keeps about :data:`LEARNER_COPIES` ``[K, P]`` tensors (parameters,
   gradients, noise, updates) for the K clients trained at once;
 * the interpreter and libraries take :data:`BASE_BYTES` (a quickstart run peaks at 499 MiB).
@@ -39,6 +41,7 @@ from fedgame.errors import ScenarioError
 from fedgame.learning.model_size import BuildsModel, ModelSize, SizedModel
 from fedgame.mechanisms.base import SelectsK
 from fedgame.network.topology import BYTES_PER_EDGE, ExpectsEdges
+from fedgame.scenario.output import clients_table_mode
 from fedgame.scenario.schema import Scenario
 
 BASE_BYTES = 512 << 20
@@ -111,9 +114,13 @@ def estimate(scenario: Scenario) -> Footprint:
             "clients table",
             "rounds",
             rounds,
-            rounds * n * (len(CLIENT_COLUMNS) + PLUGIN_CLIENT_COLUMNS) * CLIENT_VALUE_BYTES
+            rounds
+            * _client_rows(scenario, k)
+            * (len(CLIENT_COLUMNS) + PLUGIN_CLIENT_COLUMNS)
+            * CLIENT_VALUE_BYTES
             + rounds * ROUND_ROW_BYTES,
-            "fewer rounds or clients (the clients table has one row per client per round)",
+            "fewer rounds or clients, or output.clients: active (the clients table has one "
+            "row per client per round)",
         ),
         Term(
             "selection plan",
@@ -165,6 +172,20 @@ def estimate(scenario: Scenario) -> Footprint:
             ),
         ]
     return Footprint(tuple(terms), data, model)
+
+
+def _client_rows(scenario: Scenario, k: int) -> int:
+    """Clients-table rows a round keeps (``output.clients``, resolved as the collector does):
+    every client (``all``), none, or the round's active clients: about the trained ones
+    (selected, charged, paid; 4k leaves room for plug-ins that report on a few more), and
+    every client when an incentive prices each player (its per-client columns)."""
+    n = scenario.population.clients
+    mode = clients_table_mode(scenario)
+    if mode == "none":
+        return 0
+    if mode == "active" and scenario.incentive.kind == "none":
+        return min(n, 4 * k)
+    return n
 
 
 def _trained_per_round(scenario: Scenario) -> int:

@@ -114,7 +114,7 @@ class Output(_Strict):
     ``clients``: rows of the clients table: ``all`` (every client, every round), ``active``
     (each round's selected, charged, paid or plug-in-reported clients), ``none``; ``auto``
     is ``all`` up to 2,000,000 client rows (clients x rounds), else ``active``
-    (:func:`fedgame.collect.clients_table_mode`). The rounds table is always written.
+    (:func:`fedgame.scenario.output.clients_table_mode`). The rounds table is always written.
     """
 
     dir: str = Field(default="results", min_length=1, max_length=4096)

@@ -144,6 +144,26 @@ def test_estimate_names_the_term_that_dominates():
     assert estimate(big_model).model.num_params == 64 * 10**7 + 10**7 + 10 * 10**7 + 10
 
 
+def test_the_clients_table_term_follows_output_clients():
+    """``all`` holds every client each round; ``active`` about the trained ones (4k), unless an
+    incentive prices every player; ``none`` only the rounds table. A million clients x 30
+    rounds with output.clients active (scenarios/population_scale.yaml) is a few GiB, not 22."""
+
+    def table(**changes):
+        terms = estimate(_scenario(rounds=30, population__clients=10_000, **changes)).terms
+        return next(t.bytes for t in terms if t.what == "clients table")
+
+    every, active = table(output={"clients": "all"}), table(output={"clients": "active"})
+    rows = 30 * 4096
+    assert every - rows == pytest.approx((active - rows) * 10_000 / 20)  # k = 5: 4k = 20 rows
+    assert table(output={"clients": "none"}) == rows
+    priced = table(output={"clients": "active"}, incentive={"kind": "fixed"})
+    assert priced == every
+    assert table() == every if 10_000 * 30 <= 2_000_000 else table() == active  # auto
+    big = _scenario(rounds=30, population__clients=10**6, output={"clients": "active"})
+    assert estimate(big).total < 8 << 30
+
+
 def test_memory_limit_env_lowers_the_limit(monkeypatch):
     available, _ = available_memory()
     assert available > 0
