@@ -22,8 +22,6 @@ shown where run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,51 +127,49 @@ def jobs_of(row: Row, args: Any) -> list[dict[str, Any]]:
     ]
 
 
-@contextmanager
-def recording_update_norms(out: list[tuple[float, int]]) -> Iterator[None]:
-    """Record (‖mean clipped update‖, d) each time a paper-004 mechanism clips a round."""
-    from fedgame.privacy import baselines
-    from fedgame.privacy import lightdp as lightdp_mech
+def model_dimension(scenario: dict[str, Any]) -> int:
+    """d, the number of noised coordinates: the scenario's model's parameter count (from the
+    memory estimate, which states it without building the model)."""
+    from fedgame.scenario.footprint import estimate
+    from fedgame.scenario.load import validate
 
-    modules = (baselines, lightdp_mech)
-    original = lightdp_mech.clip_rows
-
-    def clip_and_record(updates: Any, clip: float) -> Any:
-        clipped = original(updates, clip)
-        out.append((float(clipped.mean(dim=0).norm()), int(clipped.shape[1])))
-        return clipped
-
-    for m in modules:
-        m.clip_rows = clip_and_record  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        for m in modules:
-            m.clip_rows = original  # type: ignore[attr-defined]
+    model = estimate(validate(scenario)).model
+    return int(model.num_params) if model is not None else 0
 
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
-    """Final accuracy, model size d, mean noise variance and noise-to-signal ratio."""
+    """Final accuracy, model size d, mean noise variance and noise-to-signal ratio.
+
+    The noise-to-signal ratio of a round is sqrt(d · residual_noise_var) / update_norm: the
+    noise left in the average against the norm of the mean clipped update (both round
+    columns of the paper-004 mechanisms; NaN for the run without DP).
+    """
     import numpy as np
 
-    norms: list[tuple[float, int]] = []
-    with recording_update_norms(norms):
-        result = _shared.simulate(job["scenario"])
+    result = _shared.simulate(job["scenario"])
     r = result.rounds
-    var = r["residual_noise_var"].to_numpy(float) if "residual_noise_var" in r else np.zeros(0)
-    var = var[-len(norms) :] if norms else np.zeros(0)
-    signal = np.array([n for n, _ in norms])
-    d = norms[0][1] if norms else 0
-    ok = np.isfinite(var) & (signal > 0)
+    nan = np.full(len(r), np.nan)
+    var = r["residual_noise_var"].to_numpy(float) if "residual_noise_var" in r else nan
+    signal = r["update_norm"].to_numpy(float) if "update_norm" in r else nan
+    d = model_dimension(job["scenario"]) if "update_norm" in r else 0
+    ok = np.isfinite(var) & np.isfinite(signal) & (signal > 0)
     nsr = np.sqrt(d * var[ok]) / signal[ok]
     return {k: job[k] for k in ("row", "scheme", "seed")} | {
         "accuracy": 100 * float(r["test_accuracy"].iloc[-1]),
         "d": d,
-        "noise_var": float(np.nanmean(var)) if var.size else float("nan"),
-        "update_norm": float(signal.mean()) if signal.size else float("nan"),
-        "nsr": float(nsr.mean()) if nsr.size else float("nan"),
+        "noise_var": _finite_mean(var),
+        "update_norm": _finite_mean(signal),
+        "nsr": _finite_mean(nsr),
         "status": result.manifest["status"],
     }
+
+
+def _finite_mean(values: Any) -> float:
+    """Mean of the finite entries (NaN when there are none)."""
+    import numpy as np
+
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else float("nan")
 
 
 def main() -> None:

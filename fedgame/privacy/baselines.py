@@ -28,7 +28,7 @@ from pydantic import Field, PositiveInt
 
 from fedgame.game import lightdp as ld
 from fedgame.mechanisms.base import BoundsStragglers
-from fedgame.privacy.base import PrivacyPlan, clip_rows, gaussian_noise
+from fedgame.privacy.base import PrivacyPlan, gaussian_noise
 from fedgame.privacy.distributed import (
     BoundsConfig,
     PerRoundConfig,
@@ -71,7 +71,7 @@ class LocalDP(PerRoundGaussian):
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
     ) -> torch.Tensor:
         noise = gaussian_noise(updates.shape, plan.noise_std, like=updates, generator=generator)
-        return clip_rows(updates, self.config.clip) + noise
+        return self.clip_updates(updates) + noise
 
     def residual_and_effective(self, late: np.ndarray) -> tuple[float, np.ndarray]:
         var = self._sigma**2
@@ -84,7 +84,7 @@ class LocalDP(PerRoundGaussian):
 class SmpcDP(PerRoundGaussian):
     """Secure aggregation + DP noise scaled by 1/(K − C_bar − S_bar) (paper 004 baseline)."""
 
-    round_columns = ("colluders", "residual_noise_var", "smpc_status")
+    round_columns = ("colluders", "residual_noise_var", "update_norm", "smpc_status")
 
     class Config(BoundsConfig):
         recovery: Literal["p2p", "none", "always"] = Field(
@@ -136,7 +136,7 @@ class SmpcDP(PerRoundGaussian):
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
     ) -> torch.Tensor:
         noise = gaussian_noise(updates.shape, plan.noise_std, like=updates, generator=generator)
-        return clip_rows(updates, self.config.clip) + noise
+        return self.clip_updates(updates) + noise
 
     def recovery_status(self) -> int:
         """0 ok, 1 masks unrecoverable, 2 timed out (see the module docstring)."""

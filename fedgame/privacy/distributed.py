@@ -17,18 +17,19 @@ NbAFL-style record-level Δ = 2·clip/|D_min| (Wei et al. 2020, used by paper 00
 treats the clipped local model like a regularised ERM solution, not a proof for local SGD.
 One calibration constant for every scheme compared (``calibration``, note 004 §5).
 
-Tables: rounds gain ``colluders`` (colluders among the round's selected clients) and
+Tables: rounds gain ``colluders`` (colluders among the round's selected clients),
 ``residual_noise_var`` (per-coordinate noise variance left in the equal-weight average of
-the received uploads); clients gain ``effective_noise_var`` (per-coordinate variance of the
-noise on its contribution that the server plus the colluders cannot remove; 0 for a colluder,
-NaN when not selected).
+the received uploads) and ``update_norm`` (L2 norm of the mean of the selected clients'
+clipped updates, before noise: the signal that noise is measured against); clients gain
+``effective_noise_var`` (per-coordinate variance of the noise on its contribution that the
+server plus the colluders cannot remove; 0 for a colluder, NaN when not selected).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
@@ -36,10 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.privacy.accountants import check_describes, make_accountant
-from fedgame.privacy.base import Charges, PrivacyPlan
+from fedgame.privacy.base import Charges, PrivacyPlan, clip_rows
 from fedgame.privacy.calibrate import analytic_gaussian_multipliers
 from fedgame.privacy.gaussian import check_classic
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
+
+if TYPE_CHECKING:
+    import torch
 
 
 class PerRoundConfig(BaseModel):
@@ -137,7 +141,7 @@ class PerRoundGaussian:
 
     placement = "distributed"
     noise = "gaussian"
-    round_columns: tuple[str, ...] = ("colluders", "residual_noise_var")
+    round_columns: tuple[str, ...] = ("colluders", "residual_noise_var", "update_norm")
     client_columns: tuple[str, ...] = ("effective_noise_var",)
 
     def __init__(self, config: PerRoundConfig) -> None:
@@ -152,6 +156,7 @@ class PerRoundGaussian:
         self._draw_round = -2
         self._ids: tuple[int, ...] = ()
         self._metrics: tuple[dict[str, float], dict[str, dict[int, float]]] = ({}, {})
+        self._update_norm: Any = None  # a 0-d tensor, read when the round is reported
 
     @staticmethod
     def check_scenario(config: Any, scenario: Any, *, key: str) -> None:
@@ -218,8 +223,16 @@ class PerRoundGaussian:
         """Remember the round's selection and build the plan with one charge per client."""
         self._round, self._ids = info.round, tuple(c.client_id for c in clients)
         self._metrics = ({}, {})
+        self._update_norm = None
         charges = Charges("gaussian", self.multipliers(eps, delta), delta=delta)
         return PrivacyPlan(self._ids, charges, np.asarray(sigma, float), self.config.clip)
+
+    def clip_updates(self, updates: torch.Tensor) -> torch.Tensor:
+        """Each row clipped to L2 norm ``clip`` (:func:`~fedgame.privacy.base.clip_rows`);
+        remembers the norm of their mean for the round's ``update_norm``."""
+        clipped = clip_rows(updates, self.config.clip)
+        self._update_norm = clipped.mean(dim=0).norm()
+        return clipped
 
     def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None:
         """The round's faults, handed over once the uploads are over (``ObservesFaults``)."""
@@ -251,7 +264,9 @@ class PerRoundGaussian:
             return
         late = self.stragglers()
         coll = self.selected_colluders()
+        norm = math.nan if self._update_norm is None else float(self._update_norm)
         rounds = {"colluders": float(coll.sum()), "residual_noise_var": math.nan}
+        rounds["update_norm"] = norm
         clients: dict[str, dict[int, float]] = {}
         if late is not None:
             residual, effective = self.residual_and_effective(late)

@@ -30,7 +30,7 @@ from pydantic import Field
 from fedgame.errors import ScenarioError
 from fedgame.game import lightdp as ld
 from fedgame.mechanisms.base import BoundsStragglers, StragglerLaw
-from fedgame.privacy.base import PrivacyPlan, clip_rows
+from fedgame.privacy.base import PrivacyPlan
 from fedgame.privacy.distributed import (
     BoundsConfig,
     PerRoundGaussian,
@@ -191,7 +191,7 @@ class LightDP(PerRoundGaussian):
         import torch
 
         assert self.design is not None
-        clipped = clip_rows(updates, self.config.clip)
+        clipped = self.clip_updates(updates)
         k, p = updates.shape
         individual = (
             torch.randn((k, p), generator=generator, device=updates.device, dtype=updates.dtype)

@@ -263,3 +263,22 @@ def test_incomplete_graph_uses_ldp_floor():
     plan_for(mech, n)
     assert mech.design.sigma_individual == pytest.approx(ld.tail_constant(1e-5) / 3.0)
     assert mech.adjacency().sum() == 2 * n  # pairwise terms only on the ring's edges
+
+
+@pytest.mark.parametrize("cls", [LightDP, LocalDP, SmpcDP, IdealSmpc])
+def test_update_norm_is_the_norm_of_the_mean_clipped_update(cls):
+    """``update_norm`` (the signal the noise is measured against) is ‖mean of the clipped
+    rows‖ before noise, for every paper-004 mechanism; rows above the clip are scaled to it."""
+    n, p = 12, 40
+    extra = {"max_stragglers": 2} if cls is not LocalDP else {}
+    mech = prepared(cls, n, NoFaults(None), clip=1.0, **extra)
+    plan = plan_for(mech, n)
+    rows = torch.randn(n, p, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    rows[:4] *= 0.01  # inside the clip: kept as they are
+    mech.privatise(rows, plan, generator=torch.Generator().manual_seed(4))
+    mech.observe_faults(FaultDraw(np.ones(n, bool), np.zeros(n, bool)), info=RoundInfo(1, 5, n))
+    scale = torch.clamp(1.0 / rows.norm(dim=1, keepdim=True), max=1.0)
+    expected = float((rows * scale).mean(0).norm())
+    assert "update_norm" in cls.round_columns
+    assert mech.round_metrics()["update_norm"] == pytest.approx(expected, rel=1e-12)
+    assert 0 < expected <= 1.0
