@@ -207,6 +207,39 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> lis
         return [_progress(i, len(jobs), r) for i, r in enumerate(pool.map(fn, jobs))]
 
 
+def run_kept(
+    fn: Callable[[dict[str, Any]], dict[str, Any]],
+    jobs: Sequence[dict[str, Any]],
+    out: Path,
+    workers: int,
+) -> list[dict[str, Any]]:
+    """``[fn(job) for job in jobs]`` where each result is kept in ``out/runs/<hash>.json``,
+    named after the job's ``scenario``: a rerun, an interrupted run or a ``--rows`` run that
+    shares a scenario reads the file instead of running it again. Results must be JSON."""
+    import functools
+    import hashlib
+
+    store = Path(out) / "runs"
+    store.mkdir(parents=True, exist_ok=True)
+    files = []
+    for job in jobs:
+        text = json.dumps(job["scenario"], sort_keys=True)
+        files.append(store / f"{hashlib.sha1(text.encode()).hexdigest()[:16]}.json")
+    todo = [(job, str(f)) for job, f in zip(jobs, files) if not f.is_file()]
+    kept = len(jobs) - len(todo)
+    print(f"{kept} of {len(jobs)} runs kept from an earlier run in {store}", flush=True)
+    run_jobs(functools.partial(_run_and_keep, fn), todo, workers)
+    return [json.loads(f.read_text(encoding="utf-8")) for f in files]
+
+
+def _run_and_keep(fn: Callable[[dict[str, Any]], dict[str, Any]], item: tuple) -> None:
+    job, file = item
+    result = fn(job)
+    tmp = Path(file).with_suffix(".tmp")
+    tmp.write_text(json.dumps(result), encoding="utf-8")
+    tmp.replace(file)  # whole or absent: an interrupted write leaves no half a result
+
+
 def _progress(i: int, total: int, result: Any) -> Any:
     if sys.stderr.isatty():
         end = "\n" if i + 1 == total else ""
@@ -352,10 +385,14 @@ def main(body: Callable[[], None]) -> None:
         sys.exit(130)
 
 
-def add_rows_option(p: Any, rows: Sequence[Any]) -> Any:
-    """``--rows`` of an ablation script (its choices named in the help); returns ``p``."""
-    keys = ", ".join(r.key for r in rows)
-    p.add_argument("--rows", help=f"comma-separated subset of rows (default all: {keys})")
+def add_rows_option(p: Any, rows: Sequence[Any], *, opt_in: Sequence[str] = ()) -> Any:
+    """``--rows`` of an ablation script (its choices named in the help; the ``opt_in`` keys
+    run only when named, and the help says so); returns ``p``."""
+    default = ", ".join(r.key for r in rows if r.key not in opt_in)
+    also = f"; run only when named: {', '.join(opt_in)}" if opt_in else ""
+    p.add_argument(
+        "--rows", help=f"comma-separated subset of rows (default all of: {default}{also})"
+    )
     return p
 
 

@@ -132,7 +132,8 @@ def build_parser() -> Any:
     )
     p.add_argument("--no-mlp", action="store_true", help="leave out the (slow) MLP and CNN rows")
     p.add_argument("--no-s", action="store_true", help="leave out the s = 0, 70, 100 rows")
-    return _shared.add_rows_option(p, all_rows())
+    every = all_rows()
+    return _shared.add_rows_option(p, every, opt_in=[r.key for r in every if r.opt_in])
 
 
 def scenario_of(

@@ -117,14 +117,15 @@ class BatchedLearner:
         self.client_sizes = self._index.sizes
         self._client_losses = vmap(self._weighted_loss)
         self._sample_grads: Any = None  # built on first DP-SGD step (imports torch._dynamo)
+        self._velocity: Tensor | None = None  # server momentum, after the first update
 
     # -- losses seen by torch.func -------------------------------------------------------
     def _weighted_loss(self, flat: Tensor, x: Tensor, y: Tensor, w: Tensor) -> Tensor:
         logits = functional_call(self.module, self.layout.unflatten(flat), (x,))
         return (cross_entropy(logits, y) * w).sum()
 
-    def _sample_loss(self, flat: Tensor, x: Tensor, y: Tensor) -> Tensor:
-        logits = functional_call(self.module, self.layout.unflatten(flat), (x.unsqueeze(0),))
+    def _named_sample_loss(self, params: dict[str, Tensor], x: Tensor, y: Tensor) -> Tensor:
+        logits = functional_call(self.module, params, (x.unsqueeze(0),))
         return cross_entropy(logits, y.unsqueeze(0))[0]
 
     # -- public API ----------------------------------------------------------------------
@@ -140,11 +141,21 @@ class BatchedLearner:
         self._global = flat.detach().to(self.device, self.dtype).clone()
 
     def apply_update(self, delta: Tensor) -> None:
-        """``theta_global += server_lr * delta``; ``DivergenceError`` if it turns non-finite."""
-        new = self._global + self.settings.server_lr * delta.to(self.device, self.dtype)
+        """``v <- beta v + delta``, ``theta_global += server_lr * v`` (``beta`` =
+        ``server_momentum``; 0 gives ``theta_global += server_lr * delta``, plain FedAvg).
+
+        ``DivergenceError`` if the model turns non-finite; the model and ``v`` are then kept.
+        Server momentum only post-processes released aggregates, so it costs no privacy.
+        """
+        step = delta.to(self.device, self.dtype)
+        beta = self.settings.server_momentum
+        velocity = step if beta == 0.0 or self._velocity is None else beta * self._velocity + step
+        new = self._global + self.settings.server_lr * velocity
         if not bool(torch.isfinite(new).all()):
             raise DivergenceError("global model became non-finite after the update")
         self._global = new
+        if beta != 0.0:
+            self._velocity = velocity
 
     def evaluate(self) -> tuple[float, float]:
         """``(test accuracy, test loss)`` of the global model."""
@@ -275,13 +286,22 @@ class BatchedLearner:
         return g, losses.detach()
 
     def _per_sample_gradients(self, theta: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-        """Per-sample gradients ``[K, B, P]`` and losses ``[K, B]`` (``vmap`` of ``grad``)."""
+        """Per-sample gradients ``[K, B, P]`` and losses ``[K, B]`` (``vmap`` of ``grad``).
+
+        The gradient is taken with respect to the named parameters (views of ``theta``) and
+        concatenated once: a gradient with respect to the flat vector would scatter every
+        parameter's slice into its own ``[K, B, P]`` buffer (9 s against 1 s a round for
+        LeNet-5 on 20 clients of 60 samples).
+        """
         if self._sample_grads is None:
             from torch.func import grad_and_value  # imports torch._dynamo: only when needed
 
-            inner = vmap(grad_and_value(self._sample_loss), in_dims=(None, 0, 0))
+            inner = vmap(grad_and_value(self._named_sample_loss), in_dims=(None, 0, 0))
             self._sample_grads = vmap(inner)
-        return self._sample_grads(theta, x, y)
+        grads, losses = self._sample_grads(self.layout.unflatten(theta), x, y)
+        k, b = losses.shape
+        flat = torch.cat([grads[name].reshape(k, b, -1) for name in self.layout.names], dim=-1)
+        return flat, losses
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
@@ -163,9 +163,81 @@ class CNN:
         return c, s, k, s // 2 // 2
 
 
-def _image_shape(shape: tuple[int, ...]) -> tuple[int, int]:
-    """``(channels, side)`` of a square image shape, or ``ScenarioError``."""
-    allowed = "square images (C, S, S), (S, S) or (S*S,) with side S >= 4"
+@register("model", "lenet5")
+class LeNet5:
+    """LeNet-5 as paper 000 runs it on Fashion-MNIST (note 000 §6.2, 61,706 parameters on
+    1x28x28 and 10 classes): conv 5x5 to 6 channels (padding 2), max-pool 2, conv 5x5 to 16
+    channels (no padding), max-pool 2, then dense 120 and 84, each convolution and dense
+    layer but the last followed by the activation (ReLU, or LeCun's tanh).
+
+    Inputs are square images ``(C, S, S)``, ``(S, S)`` or flat ``(S*S,)`` with ``S >= 12``
+    (the second convolution needs a 5 x 5 window after the first pool).
+    """
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        activation: Literal["relu", "tanh"] = Field(
+            default="relu", description="activation after each hidden layer: relu or tanh"
+        )
+
+    #: channels of the two convolutions and widths of the two hidden dense layers
+    CHANNELS, DENSE = (6, 16), (120, 84)
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or self.Config()
+
+    def build(self, *, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+        """The module skeleton (on ``meta``) for square images of ``input_shape``."""
+        from torch import nn
+
+        from fedgame.learning.layers import Unflatten
+
+        c, s, side = self._geometry(input_shape)
+        (c1, c2), (d1, d2) = self.CHANNELS, self.DENSE
+        m = _meta()
+        act = nn.ReLU if self.config.activation == "relu" else nn.Tanh
+        return nn.Sequential(
+            Unflatten((c, s, s)),
+            nn.Conv2d(c, c1, 5, padding=2, device=m),
+            act(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(c1, c2, 5, device=m),
+            act(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(c2 * side * side, d1, device=m),
+            act(),
+            nn.Linear(d1, d2, device=m),
+            act(),
+            nn.Linear(d2, num_classes, device=m),
+        )
+
+    def size(self, *, input_shape: tuple[int, ...], num_classes: int) -> ModelSize:
+        """Sizes of :meth:`build`'s module: ``(a k^2 + 1) b`` parameters per ``k x k``
+        convolution ``a -> b``, then a dense stack ``16 q^2 -> 120 -> 84 -> C`` where ``q`` is
+        the side after the second pool (5 on 28 x 28: 156 + 2,416 + 48,120 + 10,164 + 850)."""
+        c, s, side = self._geometry(input_shape)
+        (c1, c2), (d1, d2) = self.CHANNELS, self.DENSE
+        half, inner = s // 2, s // 2 - 4
+        dense, dense_widths = dense_stack([c2 * side * side, d1, d2, num_classes])
+        params = (c * 25 + 1) * c1 + (c1 * 25 + 1) * c2 + dense
+        widths = [c * s * s, c1 * s * s, c1 * s * s, c1 * half * half]
+        widths += [c2 * inner * inner, c2 * inner * inner, c2 * side * side]
+        return ModelSize.of_layers(num_params=params, widths=[*widths, *dense_widths])
+
+    def _geometry(self, input_shape: tuple[int, ...]) -> tuple[int, int, int]:
+        """``(channels, side, side after the second pool)``; ``ScenarioError`` when the input
+        is not a square image of side >= 12."""
+        c, s = _image_shape(tuple(input_shape), kind="lenet5", min_side=12)
+        return c, s, (s // 2 - 4) // 2
+
+
+def _image_shape(
+    shape: tuple[int, ...], *, kind: str = "cnn", min_side: int = 4
+) -> tuple[int, int]:
+    """``(channels, side)`` of a square image shape, or ``ScenarioError`` naming ``kind``."""
+    allowed = f"square images (C, S, S), (S, S) or (S*S,) with side S >= {min_side}"
     if len(shape) == 1:
         side = math.isqrt(shape[0])
         c, h, w = 1, side, (side if side * side == shape[0] else -1)
@@ -174,9 +246,9 @@ def _image_shape(shape: tuple[int, ...]) -> tuple[int, int]:
     elif len(shape) == 3:
         c, h, w = shape
     else:
-        raise ScenarioError("kind", "cnn", f"input shape {shape} unsupported; {allowed}")
-    if h != w or h < 4 or c < 1:
-        raise ScenarioError("kind", "cnn", f"input shape {shape} unsupported; {allowed}")
+        raise ScenarioError("kind", kind, f"input shape {shape} unsupported; {allowed}")
+    if h != w or h < min_side or c < 1:
+        raise ScenarioError("kind", kind, f"input shape {shape} unsupported; {allowed}")
     return c, h
 
 

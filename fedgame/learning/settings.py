@@ -15,6 +15,7 @@ class TrainingSettings(BaseModel):
     step on the client's full local data. Learning rate ``lr_t = lr / (1 + t / lr_decay_tau)``
     at round ``t`` (constant when ``lr_decay_tau`` is unset). ``per_sample_clip`` clips every
     per-sample gradient to that ``clip_norm`` before averaging (needed by DP-SGD style noise).
+    ``server_lr`` and ``server_momentum`` act on the server's step from the aggregate.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -28,6 +29,14 @@ class TrainingSettings(BaseModel):
     per_sample_clip: PositiveFloat | None = None
     clip_norm: Literal["l2", "l1"] = "l2"
     server_lr: PositiveFloat = 1.0
+    server_momentum: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        description="server momentum beta in [0, 1) (FedAvgM): v <- beta v + mean update, "
+        "theta <- theta + server_lr v; it acts on the released aggregate only, so it costs no "
+        "privacy; 0 is plain FedAvg",
+    )
     device: str = Field(
         default="auto",
         pattern=r"^(auto|cpu|cuda(:[0-9]{1,2})?)$",

@@ -110,21 +110,40 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def apply_overrides(data: dict[str, Any], overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    """Return a copy of ``data`` with each dotted key set (missing parents are created)."""
+    """Return a copy of ``data`` with each dotted key set (missing parents are created).
+
+    A number names an element of an existing list (``population.behaviours.0.share``); an
+    index outside the list, or a name where a list is, is a ``ScenarioError``.
+    """
     out = copy.deepcopy(data)
     for key, value in overrides:
-        node = out
+        node: Any = out
         parts = key.split(".")
         for i, part in enumerate(parts[:-1]):
-            child = node.get(part)
+            slot: Any = _list_index(node, parts, i) if isinstance(node, list) else part
+            child = node[slot] if isinstance(node, list) else node.get(part)
             if isinstance(child, str) and _is_component_path(".".join(parts[: i + 1])):
                 child = {"kind": child}
-            if not isinstance(child, dict):
+            if not isinstance(child, (dict, list)):
                 child = {}
-            node[part] = child
+            node[slot] = child
             node = child
-        node[parts[-1]] = value
+        if isinstance(node, list):
+            node[_list_index(node, parts, len(parts) - 1)] = value
+        else:
+            node[parts[-1]] = value
     return out
+
+
+def _list_index(items: list[Any], parts: list[str], i: int) -> int:
+    """``parts[i]`` as an index into ``items`` (the list at ``parts[:i]``), or ``ScenarioError``."""
+    path = ".".join(parts[:i])
+    if not parts[i].isdigit() or int(parts[i]) >= len(items):
+        allowed = f"an index 0..{len(items) - 1} into the list at {path}" if items else (
+            f"nothing: the list at {path} is empty"
+        )
+        raise ScenarioError(".".join(parts), parts[i], allowed)
+    return int(parts[i])
 
 
 def _is_component_path(path: str) -> bool:

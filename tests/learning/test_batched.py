@@ -19,11 +19,16 @@ from fedgame.learning.batched import (
     resolve_device,
 )
 from fedgame.learning.evaluate import accuracy_and_loss
-from fedgame.learning.models import CNN, MLP, LogReg, init_parameters
+from fedgame.learning.models import CNN, MLP, LeNet5, LogReg, init_parameters
 from fedgame.learning.reference import sequential_train
 from fedgame.learning.settings import TrainingSettings
 
-MODELS = {"logreg": LogReg, "mlp": lambda: MLP(MLP.Config(hidden=[6])), "cnn": CNN}
+MODELS = {
+    "logreg": LogReg,
+    "mlp": lambda: MLP(MLP.Config(hidden=[6])),
+    "cnn": CNN,
+    "lenet5": lambda: LeNet5(LeNet5.Config(activation="tanh")),
+}
 
 
 def _gen(seed: int) -> torch.Generator:
@@ -77,6 +82,20 @@ def test_batched_matches_sequential(kind, shape, mode, clip) -> None:
     assert got.updates.abs().max() > 1e-4  # something happened
     torch.testing.assert_close(got.updates, want.updates, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(got.train_loss, want.train_loss, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["local_sgd", "fedsgd"])
+@pytest.mark.parametrize("clip", CLIPS, ids=["noclip", "l2", "l1"])
+def test_batched_lenet5_matches_sequential(mode, clip) -> None:
+    learner, params, x, y, parts = make(
+        "lenet5", (1, 12, 12), sizes=(5, 3, 2, 6), mode=mode, weight_decay=0.01, lr=0.2, **clip
+    )
+    ids = [3, 1, 0]
+    batches = learner.sample_batches(ids, round_index=0, generator=_gen(1))
+    got = learner.train(ids, round_index=0, generator=_gen(2), batches=batches)
+    want = reference(learner, params, x, y, parts, ids, batches)
+    assert got.updates.abs().max() > 1e-4
+    torch.testing.assert_close(got.updates, want.updates, rtol=1e-4, atol=1e-5)
 
 
 def test_step_noise_matches_reference_draws() -> None:
@@ -216,6 +235,30 @@ def test_apply_update_and_divergence() -> None:
     with pytest.raises(DivergenceError):
         learner.apply_update(bad)
     torch.testing.assert_close(learner.global_params, before + 0.5)  # unchanged on error
+
+
+def test_server_momentum_is_fedavgm() -> None:
+    """``v <- beta v + delta``, ``theta <- theta + server_lr v``: two updates of 1 then 2 with
+    beta 0.5 and server_lr 0.5 move theta by 0.5 * 1, then 0.5 * (0.5 + 2)."""
+    learner, *_ = make(server_lr=0.5, server_momentum=0.5)
+    before = learner.global_params
+    learner.apply_update(torch.ones(learner.num_params))
+    torch.testing.assert_close(learner.global_params, before + 0.5)
+    learner.apply_update(2 * torch.ones(learner.num_params))
+    torch.testing.assert_close(learner.global_params, before + 0.5 + 1.25)
+    bad = torch.full((learner.num_params,), float("nan"))
+    with pytest.raises(DivergenceError):
+        learner.apply_update(bad)
+    learner.apply_update(torch.zeros(learner.num_params))  # the failed update left v alone
+    torch.testing.assert_close(learner.global_params, before + 0.5 + 1.25 + 0.625)
+
+
+def test_server_momentum_must_be_below_one() -> None:
+    from pydantic import ValidationError
+
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ValidationError, match="server_momentum"):
+            TrainingSettings(server_momentum=bad)
 
 
 def test_global_params_is_a_copy_and_settable() -> None:

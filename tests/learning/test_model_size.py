@@ -42,6 +42,9 @@ CASES = [
     ("cnn", {}, (64,)),
     ("cnn", {"channels": [3, 5], "kernel_size": 3}, (3, 9, 9)),
     ("cnn", {"channels": [2, 4], "kernel_size": 1}, (7, 7)),
+    ("lenet5", {}, (1, 28, 28)),
+    ("lenet5", {"activation": "tanh"}, (3, 32, 32)),
+    ("lenet5", {}, (144,)),
 ]
 
 
@@ -82,3 +85,19 @@ def test_size_refuses_what_build_refuses(config: dict, shape: tuple[int, ...]):
 def test_dense_stack_counts_weights_and_biases():
     # 4 -> 3 -> 2: (4 + 1) 3 + (3 + 1) 2 = 23 parameters; flatten 4, linear 3, relu 3, linear 2
     assert dense_stack([4, 3, 2]) == (23, [4, 3, 3, 2])
+
+
+def test_lenet5_has_the_papers_61706_parameters():
+    """Paper 000's Fashion-MNIST LeNet-5 (note 000 §6.2): 156 + 2,416 + 48,120 + 10,164 + 850."""
+    stated = registry.create("model", "lenet5", {}).size(input_shape=(1, 28, 28), num_classes=10)
+    assert stated.num_params == 61_706
+
+
+@pytest.mark.parametrize("shape", [(1, 8, 8), (1, 11, 11), (1, 12, 13), (40,)])
+def test_lenet5_refuses_images_too_small_or_not_square(shape: tuple[int, ...]):
+    plugin = registry.create("model", "lenet5", {})
+    with pytest.raises(ScenarioError, match="lenet5.*side S >= 12") as built:
+        plugin.build(input_shape=shape, num_classes=10)
+    with pytest.raises(ScenarioError) as sized:
+        plugin.size(input_shape=shape, num_classes=10)
+    assert str(sized.value) == str(built.value)

@@ -37,6 +37,47 @@ def test_parse_override_values():
     assert apply_overrides({"a": {"b": 1}}, [("a.c", 2)]) == {"a": {"b": 1, "c": 2}}
 
 
+def test_override_indexes_into_lists():
+    data = {"population": {"behaviours": [{"share": 0.5, "x": {"y": 1}}, {"share": 0.5}]}}
+    out = apply_overrides(data, [("population.behaviours.1.share", 0.7)])
+    assert out["population"]["behaviours"][1] == {"share": 0.7}
+    out = apply_overrides(data, [("population.behaviours.0.x.y", 2), ("population.behaviours.0", {})])
+    assert out["population"]["behaviours"] == [{}, {"share": 0.5}]
+    assert data["population"]["behaviours"][0] == {"share": 0.5, "x": {"y": 1}}  # a copy
+    assert apply_overrides({"a": [1, 2]}, [("a.1", 5)]) == {"a": [1, 5]}
+
+
+@pytest.mark.parametrize(
+    ("key", "allowed"),
+    [
+        ("a.2", "an index 0..1 into the list at a"),
+        ("a.x", "an index 0..1 into the list at a"),
+        ("a.2.b", "an index 0..1 into the list at a"),
+        ("e.0", "nothing: the list at e is empty"),
+    ],
+)
+def test_override_outside_a_list_names_the_key_and_range(key, allowed):
+    with pytest.raises(ScenarioError) as info:
+        apply_overrides({"a": [{"b": 1}, {"b": 2}], "e": []}, [(key, 3)])
+    assert info.value.key == key and allowed in str(info.value)
+
+
+def test_override_of_a_behaviour_reaches_the_validated_scenario():
+    from fedgame.scenario.load import validate
+
+    data = {
+        "population": {
+            "behaviours": [
+                {"kind": "best_response", "share": 0.5},
+                {"kind": "learning", "share": 0.5},
+            ]
+        }
+    }
+    sets = [("population.behaviours.1.share", 0.25), ("population.behaviours.0.share", 0.75)]
+    scenario = validate(apply_overrides(data, sets))
+    assert [b.share for b in scenario.population.behaviours] == [0.75, 0.25]
+
+
 def test_defaults_fill_an_empty_file(write_scenario):
     s = load_scenario(write_scenario("{}\n", name="empty.yaml"))
     assert s.name == "empty"
