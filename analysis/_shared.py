@@ -191,8 +191,22 @@ def simulate(data: dict[str, Any]) -> Any:
     return run(validate(data))
 
 
-def _init_worker() -> None:
+def init_worker() -> None:
+    """A worker's set-up: one OpenMP thread, and it stops when its parent is gone."""
+    import threading
+
     os.environ["OMP_NUM_THREADS"] = "1"
+    threading.Thread(target=_stop_with_parent, args=(os.getppid(),), daemon=True).start()
+
+
+def _stop_with_parent(parent: int, poll_s: float = 1.0) -> None:
+    """SIGTERM this process once its parent has exited (a killed script leaves no workers
+    running; fedgame stops the run in progress on SIGTERM)."""
+    import signal
+
+    while os.getppid() == parent:
+        time.sleep(poll_s)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> list[Any]:
@@ -203,7 +217,7 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> lis
     from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker) as pool:
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=init_worker) as pool:
         return [_progress(i, len(jobs), r) for i, r in enumerate(pool.map(fn, jobs))]
 
 

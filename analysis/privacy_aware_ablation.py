@@ -279,7 +279,9 @@ def run_fresh(jobs: list[dict[str, Any]], workers: int) -> None:
 
     start = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(workers, maxtasksperchild=RUNS_PER_PROCESS) as pool:
+    with ctx.Pool(
+        workers, initializer=_shared.init_worker, maxtasksperchild=RUNS_PER_PROCESS
+    ) as pool:
         for i, _ in enumerate(pool.imap(run_one, jobs)):
             took = time.perf_counter() - start
             print(f"{i + 1}/{len(jobs)} runs, {took:.0f} s", flush=True)

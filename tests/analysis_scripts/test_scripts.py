@@ -220,3 +220,55 @@ def test_rows_help_separates_the_opt_in_rows():
     assert "default all of: a, b; run only when named: slow" in text
     plain = shared.add_rows_option(argparse.ArgumentParser(), rows[:2])
     assert "default all of: a, b)" in " ".join(plain.format_help().split())
+
+
+def test_workers_stop_when_the_script_is_killed(tmp_path):
+    """A script killed outright (SIGKILL: no handler runs) leaves no worker running."""
+    import os
+    import signal
+    import time
+
+    code = (
+        f"import sys, time; sys.path.insert(0, {str(ANALYSIS)!r}); import _shared\n"
+        "if __name__ == '__main__':\n"
+        "    _shared.run_jobs(time.sleep, [120, 120], 2)\n"
+    )
+    script = tmp_path / "sleepers.py"
+    script.write_text(code)
+    parent = subprocess.Popen([sys.executable, str(script)])
+    children: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(children) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True)
+        children = [int(p) for p in found.stdout.split()]
+        children = [p for p in children if "spawn_main" in _cmdline(p)]
+    assert len(children) == 2, "the two workers did not start"
+    time.sleep(1.0)  # the workers' initialiser has run
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 20
+    try:
+        while any(_alive(p) for p in children) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in children)
+    finally:
+        for pid in filter(_alive, children):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped, counts as stopped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
