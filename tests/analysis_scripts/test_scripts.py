@@ -272,3 +272,23 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_every_dpfl_bcs_ablation_row_validates_at_full_size():
+    """Each row's scenarios (the real setting, not --quick) pass validation, e.g. LeNet-5 on
+    28 x 28 images and the server momentum of row close_t200_lenet."""
+    import yaml
+
+    from fedgame.scenario.load import validate
+
+    script, shared = load("dpfl_bcs_ablation"), load("_shared")
+    args = shared.resolve(script.build_parser().parse_args([]), script.DEFAULTS)
+    base = yaml.safe_load((REPO / "scenarios" / "dpfl_bcs.yaml").read_text())
+    for row in script.ROWS:
+        jobs = script.jobs_of(row, args, base)
+        for job in jobs[:: max(1, len(jobs) - 1)]:  # the first (WeiAvg) and the last (BCS)
+            scenario = validate(job["scenario"])
+            assert scenario.rounds == job["rounds"], row.key
+    lenet = script.jobs_of(next(r for r in script.ROWS if r.key == "close_t200_lenet"), args, base)
+    scenario = validate(lenet[0]["scenario"])
+    assert scenario.model.kind == "lenet5" and scenario.training.server_momentum == 0.9
