@@ -399,14 +399,10 @@ def main(body: Callable[[], None]) -> None:
         sys.exit(130)
 
 
-def add_rows_option(p: Any, rows: Sequence[Any], *, opt_in: Sequence[str] = ()) -> Any:
-    """``--rows`` of an ablation script (its choices named in the help; the ``opt_in`` keys
-    run only when named, and the help says so); returns ``p``."""
-    default = ", ".join(r.key for r in rows if r.key not in opt_in)
-    also = f"; run only when named: {', '.join(opt_in)}" if opt_in else ""
-    p.add_argument(
-        "--rows", help=f"comma-separated subset of rows (default all of: {default}{also})"
-    )
+def add_rows_option(p: Any, rows: Sequence[Any]) -> Any:
+    """``--rows`` of an ablation script (its choices named in the help); returns ``p``."""
+    keys = ", ".join(r.key for r in rows)
+    p.add_argument("--rows", help=f"comma-separated subset of rows (default all: {keys})")
     return p
 
 

@@ -15,8 +15,8 @@ difference changed at a time: eta*D, N, B, the training set, the model, s, T. Th
 hidden layer of 32, 25,450 parameters, about the paper's 26,010-parameter CNN) is the
 slowest one-change row; ``--no-mlp`` leaves it out. A second table (``models``) runs the
 closest setting with the paper's model family: the MLP (``closest_mlp``) and a CNN of 16 and
-32 channels of 5 x 5 (``closest_cnn``, 28,938 parameters, about 30 s a round on one loaded
-core), which runs only when ``--rows`` names it.
+32 channels of 5 x 5 (``closest_cnn``, 28,938 parameters, about 10 s a round on one loaded
+core).
 
 Paper setting (note 001 §6): N probably 100, 10 draws per round, B = 128, full (F-)MNIST,
 26k-parameter CNN, s in {0, 30, 70, 100}; T^g, T^l, lr, C and eta not reported.
@@ -61,8 +61,6 @@ class Row:
     kind: str
     setting: dict[str, Any]
     table: str = "ablation"
-    #: run only when ``--rows`` names it (or under ``--quick``): too slow for the default run
-    opt_in: bool = False
 
 
 def all_rows() -> list[Row]:
@@ -101,20 +99,15 @@ def all_rows() -> list[Row]:
             "ablation",
             CLOSEST_CNN,
             "models",
-            opt_in=True,
         ),
     ]
     return out
 
 
-def rows(
-    *, mlp: bool, similarity: bool, chosen: str | None = None, quick: bool = False
-) -> list[Row]:
-    """The rows to run: ``--rows``' keys (else every row but the opt-in ones; ``--quick``:
-    every row), less the MLP/CNN rows (``--no-mlp``) and the s rows (``--no-s``) when asked."""
-    every = all_rows()
-    default = [r.key for r in every if quick or not r.opt_in]
-    picked = _shared.pick_rows(every, chosen, quick=default)
+def rows(*, mlp: bool, similarity: bool, chosen: str | None = None) -> list[Row]:
+    """The rows to run: ``--rows``' keys (else every row), less the MLP/CNN rows
+    (``--no-mlp``) and the s rows (``--no-s``) when asked."""
+    picked = _shared.pick_rows(all_rows(), chosen, quick=None)
     return [
         r
         for r in picked
@@ -132,8 +125,7 @@ def build_parser() -> Any:
     )
     p.add_argument("--no-mlp", action="store_true", help="leave out the (slow) MLP and CNN rows")
     p.add_argument("--no-s", action="store_true", help="leave out the s = 0, 70, 100 rows")
-    every = all_rows()
-    return _shared.add_rows_option(p, every, opt_in=[r.key for r in every if r.opt_in])
+    return _shared.add_rows_option(p, all_rows())
 
 
 def scenario_of(
@@ -313,7 +305,7 @@ def main() -> None:
     ablation = min(args.ablation_seeds, args.seeds)
     plan: list[dict[str, Any]] = []
     unique: dict[str, dict[str, Any]] = {}  # identical scenarios (unbiased at any ηD) run once
-    chosen = rows(mlp=not args.no_mlp, similarity=not args.no_s, chosen=args.rows, quick=args.quick)
+    chosen = rows(mlp=not args.no_mlp, similarity=not args.no_s, chosen=args.rows)
     for row in chosen:
         seeds = args.seeds if row.kind == "headline" else ablation
         cell = {"label": row.label, "budget": row.budget, "seeds": seeds, "keys": {}}

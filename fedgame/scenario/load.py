@@ -139,8 +139,10 @@ def _list_index(items: list[Any], parts: list[str], i: int) -> int:
     """``parts[i]`` as an index into ``items`` (the list at ``parts[:i]``), or ``ScenarioError``."""
     path = ".".join(parts[:i])
     if not parts[i].isdigit() or int(parts[i]) >= len(items):
-        allowed = f"an index 0..{len(items) - 1} into the list at {path}" if items else (
-            f"nothing: the list at {path} is empty"
+        allowed = (
+            f"an index 0..{len(items) - 1} into the list at {path}"
+            if items
+            else (f"nothing: the list at {path} is empty")
         )
         raise ScenarioError(".".join(parts), parts[i], allowed)
     return int(parts[i])

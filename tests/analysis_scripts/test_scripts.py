@@ -209,19 +209,6 @@ def test_command_drops_output_flags():
     )
 
 
-def test_rows_help_separates_the_opt_in_rows():
-    """``--rows``' help lists the default rows apart from those that run only when named."""
-    import argparse
-
-    shared = load("_shared")
-    rows = [argparse.Namespace(key=k) for k in ("a", "b", "slow")]
-    parser = shared.add_rows_option(argparse.ArgumentParser(), rows, opt_in=["slow"])
-    text = " ".join(parser.format_help().split())
-    assert "default all of: a, b; run only when named: slow" in text
-    plain = shared.add_rows_option(argparse.ArgumentParser(), rows[:2])
-    assert "default all of: a, b)" in " ".join(plain.format_help().split())
-
-
 def test_workers_stop_when_the_script_is_killed(tmp_path):
     """A script killed outright (SIGKILL: no handler runs) leaves no worker running."""
     import os

@@ -96,7 +96,7 @@ def test_lenet5_has_the_papers_61706_parameters():
 @pytest.mark.parametrize("shape", [(1, 8, 8), (1, 11, 11), (1, 12, 13), (40,)])
 def test_lenet5_refuses_images_too_small_or_not_square(shape: tuple[int, ...]):
     plugin = registry.create("model", "lenet5", {})
-    with pytest.raises(ScenarioError, match="lenet5.*side S >= 12") as built:
+    with pytest.raises(ScenarioError, match=r"lenet5.*side S >= 12") as built:
         plugin.build(input_shape=shape, num_classes=10)
     with pytest.raises(ScenarioError) as sized:
         plugin.size(input_shape=shape, num_classes=10)

@@ -41,7 +41,8 @@ def test_override_indexes_into_lists():
     data = {"population": {"behaviours": [{"share": 0.5, "x": {"y": 1}}, {"share": 0.5}]}}
     out = apply_overrides(data, [("population.behaviours.1.share", 0.7)])
     assert out["population"]["behaviours"][1] == {"share": 0.7}
-    out = apply_overrides(data, [("population.behaviours.0.x.y", 2), ("population.behaviours.0", {})])
+    sets = [("population.behaviours.0.x.y", 2), ("population.behaviours.0", {})]
+    out = apply_overrides(data, sets)
     assert out["population"]["behaviours"] == [{}, {"share": 0.5}]
     assert data["population"]["behaviours"][0] == {"share": 0.5, "x": {"y": 1}}  # a copy
     assert apply_overrides({"a": [1, 2]}, [("a.1", 5)]) == {"a": [1, 5]}
