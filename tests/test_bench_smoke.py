@@ -1,0 +1,20 @@
+"""The bench scripts that take no minutes run, tiny, and print their figures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_dpsgd_step_bench_prints_a_line_per_model():
+    cmd = [sys.executable, "bench/dpsgd_step.py", "--clients", "2", "--samples", "3"]
+    cmd += ["--models", "logreg,lenet5", "--repeats", "1"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[2].split()[:2] == ["logreg", "7,850"]
+    assert lines[3].split()[:2] == ["lenet5", "61,706"]
+    assert all(line.count(" ms") == 2 for line in lines[2:])
