@@ -80,17 +80,23 @@ def main() -> None:
     print(f"K = {args.clients} clients x B = {args.samples} samples, 1 x 28 x 28, one thread")
     print(f"{'model':8} {'params':>8} {'train round':>12} {'grads, flat vector':>19}")
     for kind in args.models.split(","):
-        learner = learner_for(kind, args)
-        ids = list(range(args.clients))
-        gen = torch.Generator().manual_seed(0)
-        train_s = median_seconds(lambda: learner.train(ids, round_index=0, generator=gen), 3)
-        batches = learner.sample_batches(ids, round_index=0, generator=gen)
-        x = learner.x_train[batches.indices[:, 0]]
-        y = learner.y_train[batches.indices[:, 0]]
-        theta = learner.global_params.expand(args.clients, -1).clone()
-        flat = flat_vector_gradients(learner)
-        flat_s = median_seconds(lambda: flat(theta, x, y), args.repeats)  # type: ignore[operator]
-        print(f"{kind:8} {learner.num_params:8,d} {train_s * 1e3:9.0f} ms {flat_s * 1e3:16.0f} ms")
+        train_s, flat_s, params = time_model(kind, args)
+        print(f"{kind:8} {params:8,d} {train_s * 1e3:9.0f} ms {flat_s * 1e3:16.0f} ms")
+
+
+def time_model(kind: str, args: argparse.Namespace) -> tuple[float, float, int]:
+    """(median s of a training round, median s of the flat-vector gradients, parameters)."""
+    learner = learner_for(kind, args)
+    ids = list(range(args.clients))
+    gen = torch.Generator().manual_seed(0)
+    train_s = median_seconds(lambda: learner.train(ids, round_index=0, generator=gen), 3)
+    batches = learner.sample_batches(ids, round_index=0, generator=gen)
+    x = learner.x_train[batches.indices[:, 0]]
+    y = learner.y_train[batches.indices[:, 0]]
+    theta = learner.global_params.expand(args.clients, -1).clone()
+    flat = flat_vector_gradients(learner)
+    flat_s = median_seconds(lambda: flat(theta, x, y), args.repeats)  # type: ignore[operator]
+    return train_s, flat_s, learner.num_params
 
 
 if __name__ == "__main__":
