@@ -9,7 +9,9 @@ block of columns per step instead of one reporter call per agent and attribute.
 How much of the clients table is kept is ``output.clients``
 (:func:`fedgame.scenario.output.clients_table_mode`): ``all`` (one row per client per round),
 ``active`` (per round, only the clients the round touched: selected, charged, paid or
-reported on by a plug-in) or ``none``; the rounds table, the per-round summary, is always
+reported on by a plug-in's ``{id: value}`` mapping; a column a plug-in gives for every client
+as :class:`fedgame.views.ClientValues` is written without making its clients active) or
+``none``; the rounds table, the per-round summary, is always
 kept. ``auto`` (the default) is ``all`` while ``population.clients x rounds`` is at most
 :data:`fedgame.scenario.output.AUTO_ALL_ROWS`, else ``active``.
 """

@@ -89,3 +89,46 @@ def test_modes_are_reproducible(tiny, mode):
     a = simulate(validate(with_clients(tiny, mode)))
     b = simulate(validate(with_clients(tiny, mode)))
     pd.testing.assert_frame_equal(a.clients, b.clients)
+
+
+def _scenario_file(name: str, **sets: object) -> dict:
+    """``scenarios/<name>.yaml`` on the digits, small, with dotted ``sets`` applied."""
+    from pathlib import Path
+
+    import yaml
+
+    from fedgame.scenario.load import apply_overrides
+
+    root = Path(__file__).resolve().parents[1]
+    data = yaml.safe_load((root / "scenarios" / f"{name}.yaml").read_text())
+    data.pop("sweep", None)
+    base = {"data.dataset": {"kind": "digits"}, "population.clients": 60, "rounds": 4}
+    base |= {"output.clients": "active", "training.device": "cpu", "selection.k": 4}
+    return apply_overrides(data, [*base.items(), *sets.items()])
+
+
+@pytest.mark.parametrize(
+    ("name", "sets", "column"),
+    [
+        ("dpfl_bcs", {"selection.t0": 2}, "bcs_planned"),  # bcs: T_n of every client
+        ("privacy_aware", {}, "selection_prob"),  # presampled selection (and dpsgd_local)
+        ("heterogeneous_dp", {}, "epsilon_closed_form"),  # gaussian_local's closed-form ε
+        ("quickstart", {"network.faults": {"kind": "deadline", "deadline": 0.2}}, "finish_time"),
+    ],
+)
+def test_active_rows_stay_within_the_memory_estimate(name, sets, column):
+    """Plug-ins that report a column for every client do not make every client active: the
+    rows an ``active`` round keeps stay within what the memory estimate counts (4k), and
+    ``all`` still has the column for every client."""
+    from fedgame.scenario.footprint import _client_rows, _trained_per_round
+
+    scenario = validate(_scenario_file(name, **sets))
+    estimate = _client_rows(scenario, _trained_per_round(scenario))
+    assert estimate == 16
+    active = simulate(scenario)
+    assert active.clients.groupby("round").size().max() <= estimate
+    full = simulate(validate({**_scenario_file(name, **sets), "output": {"clients": "all"}}))
+    sub = active.clients.set_index(["round", "client_id"])
+    keyed = full.clients.set_index(["round", "client_id"])
+    pd.testing.assert_frame_equal(sub, keyed.loc[sub.index])
+    assert full.clients.loc[full.clients["round"] > 0, column].notna().all()

@@ -119,7 +119,12 @@ class ReportsRounds(Protocol):
 
 @runtime_checkable
 class ReportsClients(Protocol):
-    """Capability: adds ``client_columns`` to the clients table (``{column: {id: value}}``)."""
+    """Capability: adds ``client_columns`` to the clients table (``{column: {id: value}}``).
+
+    A plain mapping makes its clients active this round (an ``active`` clients table keeps
+    their rows); a ``ClientValues`` column (every client's value, e.g. a planned count) is
+    written without doing so, so the table stays as small as the memory estimate counts.
+    """
 
     client_columns: tuple[str, ...]
 

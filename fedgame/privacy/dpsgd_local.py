@@ -22,7 +22,7 @@ from fedgame.privacy.local_common import (
 )
 from fedgame.registry import register
 from fedgame.scenario.planning import planned_participations
-from fedgame.views import ClientView, Response, RoundInfo, SetupContext
+from fedgame.views import ClientValues, ClientView, Response, RoundInfo, SetupContext
 
 if TYPE_CHECKING:
     import torch
@@ -248,5 +248,8 @@ class LocalDpSgd(PerClientCharges):
                 steps=steps,
             )
 
-    def client_metrics(self) -> dict[str, dict[int, float]]:
-        return {"epsilon_closed_form": dict(self._closed)}
+    def client_metrics(self) -> dict[str, ClientValues]:
+        """Every client's column (written without making the client active this round)."""
+        ids = np.fromiter(self._closed.keys(), np.int64, len(self._closed))
+        values = np.fromiter(self._closed.values(), float, len(ids))
+        return {"epsilon_closed_form": ClientValues(ids, values)}

@@ -35,7 +35,7 @@ from fedgame.privacy.local_common import (
 )
 from fedgame.registry import register
 from fedgame.scenario.planning import planned_participations
-from fedgame.views import ClientView, Response, RoundInfo, SetupContext
+from fedgame.views import ClientValues, ClientView, Response, RoundInfo, SetupContext
 
 if TYPE_CHECKING:
     import torch
@@ -295,7 +295,8 @@ class LocalGaussian(ReleaseSensitivity, PerClientCharges):
             c2=self.config.c2,
         )
 
-    def client_metrics(self) -> dict[str, dict[int, float]]:
-        return {
-            "epsilon_closed_form": {cid: self.closed_form_epsilon(cid) for cid in self.tally.eps}
-        }
+    def client_metrics(self) -> dict[str, ClientValues]:
+        """Every client's column (written without making the client active this round)."""
+        ids = np.fromiter(self.tally.eps.keys(), np.int64, len(self.tally.eps))
+        values = np.fromiter(map(self.closed_form_epsilon, ids.tolist()), float, len(ids))
+        return {"epsilon_closed_form": ClientValues(ids, values)}

@@ -177,8 +177,9 @@ def estimate(scenario: Scenario) -> Footprint:
 def _client_rows(scenario: Scenario, k: int) -> int:
     """Clients-table rows a round keeps (``output.clients``, resolved as the collector does):
     every client (``all``), none, or the round's active clients: about the trained ones
-    (selected, charged, paid; 4k leaves room for plug-ins that report on a few more), and
-    every client when an incentive prices each player (its per-client columns)."""
+    (selected, charged, paid; 4k leaves room for plug-ins that report on a few more; a
+    column given for every client as ``ClientValues`` does not count), and every client
+    when an incentive prices each player (its per-client columns)."""
     n = scenario.population.clients
     mode = clients_table_mode(scenario)
     if mode == "none":

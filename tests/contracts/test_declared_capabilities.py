@@ -224,10 +224,10 @@ MODELS = _entries("model")
 def test_every_model_builds_the_module_its_size_states(entry):
     model = registry.create("model", entry.name)
     assert isinstance(model, BuildsModel)
-    module = model.build(input_shape=(1, 8, 8), num_classes=10)
+    module = model.build(input_shape=(1, 16, 16), num_classes=10)
     params = sum(p.numel() for p in module.parameters())
     if isinstance(model, SizedModel):
-        assert model.size(input_shape=(1, 8, 8), num_classes=10).num_params == params
+        assert model.size(input_shape=(1, 16, 16), num_classes=10).num_params == params
 
 
 class _ModelConfig(BaseModel):

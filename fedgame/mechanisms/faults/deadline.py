@@ -18,7 +18,7 @@ from fedgame.mechanisms.faults.common import (
     poisson_binomial,
 )
 from fedgame.registry import register
-from fedgame.views import ClientView, RoundInfo, column_of
+from fedgame.views import ClientValues, ClientView, RoundInfo, column_of
 
 _Z = np.linspace(-9.0, 9.0, 6001)
 #: standard normal density on the grid times its step (scipy's ``norm.pdf`` formula, written
@@ -132,10 +132,12 @@ class DeadlineStragglers(RecordsDraw):
         details = {"compute_time": compute, "upload_time": upload, "finish_time": finish}
         return self._record(FaultDraw(link_up, finish > cfg.deadline, failed, details), info)
 
-    def client_metrics(self) -> dict[str, dict[int, float]]:
+    def client_metrics(self) -> dict[str, ClientValues]:
+        """Every client's column (written without making the client active this round)."""
         if self.last_draw is None or self.last_draw.details is None:
             return {}
+        details = self.last_draw.details
         return {
-            col: {i: float(v) for i, v in enumerate(self.last_draw.details[col])}
+            col: ClientValues(np.arange(len(details[col])), details[col])
             for col in self.client_columns
         }

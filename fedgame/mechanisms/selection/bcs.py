@@ -36,7 +36,7 @@ from fedgame.errors import ScenarioError
 from fedgame.game import bcs
 from fedgame.privacy.calibrate import dpfl_bcs_gaussian_sigma, laplace_scale
 from fedgame.registry import register
-from fedgame.views import ClientView, RoundInfo, Selection, SetupContext
+from fedgame.views import ClientValues, ClientView, RoundInfo, Selection, SetupContext
 
 log = logging.getLogger(__name__)
 
@@ -332,8 +332,9 @@ class BcsSelection:
     def round_metrics(self) -> dict[str, float]:
         return self._metrics | self._fit
 
-    def client_metrics(self) -> dict[str, dict[int, float]]:
+    def client_metrics(self) -> dict[str, ClientValues]:
+        """Every client's column (written without making the client active this round)."""
         return {
-            "bcs_planned": {i: float(v) for i, v in enumerate(self._planned)},
-            "bcs_gamma_hat": {i: float(v) for i, v in enumerate(self._gamma_hat)},
+            "bcs_planned": ClientValues(np.arange(len(self._planned)), self._planned),
+            "bcs_gamma_hat": ClientValues(np.arange(len(self._gamma_hat)), self._gamma_hat),
         }

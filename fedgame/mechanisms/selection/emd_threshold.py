@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from fedgame.data.quality import emd, label_frequencies, population_frequencies
 from fedgame.errors import ScenarioError
 from fedgame.registry import register
-from fedgame.views import ClientView, RoundInfo, Selection, SetupContext
+from fedgame.views import ClientValues, ClientView, RoundInfo, Selection, SetupContext
 
 
 def quantile_selection(theta: np.ndarray, *, share: float) -> np.ndarray:
@@ -138,5 +138,7 @@ class EmdThreshold:
     def round_metrics(self) -> dict[str, float]:
         return {"emd_threshold": self.threshold, "emd_eligible": float(self._count)}
 
-    def client_metrics(self) -> dict[str, dict[int, float]]:
-        return {"emd_theta": dict(self.theta)}
+    def client_metrics(self) -> dict[str, ClientValues]:
+        """Every client's column (written without making the client active this round)."""
+        ids = np.fromiter(self.theta.keys(), np.int64, len(self.theta))
+        return {"emd_theta": ClientValues(ids, np.fromiter(self.theta.values(), float, len(ids)))}

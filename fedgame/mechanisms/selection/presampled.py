@@ -22,7 +22,7 @@ from fedgame.errors import ScenarioError
 from fedgame.game import privacy_aware as pa
 from fedgame.privacy.local_common import training_from
 from fedgame.registry import register
-from fedgame.views import ClientView, RoundInfo, Selection, SetupContext
+from fedgame.views import ClientValues, ClientView, RoundInfo, Selection, SetupContext
 
 
 class PresampledSelection:
@@ -90,10 +90,12 @@ class PresampledSelection:
     def round_metrics(self) -> dict[str, float]:
         return {"presampled_missing": self._missing}
 
-    def client_metrics(self) -> dict[str, dict[int, float]]:
+    def client_metrics(self) -> dict[str, ClientValues]:
+        """Every client's column (written without making the client active this round)."""
+        ids = np.arange(len(self.p))
         return {
-            "selection_prob": dict(enumerate(map(float, self.p))),
-            "planned_participations": dict(enumerate(map(float, self.counts))),
+            "selection_prob": ClientValues(ids, self.p),
+            "planned_participations": ClientValues(ids, self.counts),
         }
 
 
