@@ -31,6 +31,9 @@ bench:
 
 # Rerun every paper's analysis and ablation (about 5.5 hours on 2 shared cores) and regenerate the tables
 # and figures in docs/ (not part of `make test`; `python analysis/reproduce.py --quick` is the
-# minutes-long preview, written under results/analysis/).
+# minutes-long preview, written under results/analysis/). Resumable: each run is kept under
+# results/analysis/<script>/runs/ when it ends, so an interrupted `make reproduce` rerun on the
+# same commit continues where it stopped (a code change reuses nothing);
+# `python analysis/reproduce.py --docs docs --fresh` reruns everything.
 reproduce:
 	$(PYTHON) analysis/reproduce.py --docs docs

@@ -11,6 +11,11 @@ code 2, never a silent switch. Results go to ``--out``: ``report.md`` (every tab
 ``tables/<key>.md`` per table (what ``analysis/reproduce.py`` splices into ``docs/``),
 ``claims.json`` (the rows of docs/reproductions.md), ``runs.csv`` (one row per run) and
 ``figures/``. Each run uses one torch thread, so results do not depend on ``--workers``.
+
+Scripts that run simulations keep each run's result under ``OUT/runs/`` (``run_kept``, from
+``analysis/_kept.py``; the sweep scripts keep their sweep folders): a rerun with the same
+``--out`` on the same code reads them instead of running again, so an interrupted script
+resumes; after a code change nothing is reused; ``--fresh`` reruns everything.
 """
 
 from __future__ import annotations
@@ -27,12 +32,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _kept import run_kept as run_kept  # the scripts call _shared.run_kept
+
 from fedgame.errors import FedGameError
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ("fashion_mnist", "mnist", "digits")
 #: flags that change where or how fast results are written, not what they are
 NOT_IN_COMMAND = ("--out", "--workers")
+#: such flags that take no value
+NOT_IN_COMMAND_SWITCHES = ("--fresh",)
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,12 @@ def parser(
         "--workers", type=_positive, help="processes (default 2, --quick 1; results do not change)"
     )
     p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="rerun every simulation, replacing the runs kept under --out (by default a rerun "
+        "on the same code reuses them, so an interrupted script resumes)",
+    )
+    p.add_argument(
         "--set",
         dest="overrides",
         action="append",
@@ -110,7 +125,8 @@ def resolve(args: argparse.Namespace, defaults: Defaults) -> argparse.Namespace:
 
 
 def command(name: str, argv: Sequence[str]) -> str:
-    """The command that reproduces a result: ``argv`` without ``--out``/``--workers``."""
+    """The command that reproduces a result: ``argv`` without ``--out``/``--workers``/
+    ``--fresh``."""
     kept: list[str] = []
     skip = False
     for arg in argv:
@@ -118,6 +134,8 @@ def command(name: str, argv: Sequence[str]) -> str:
             skip = False
             continue
         flag = arg.split("=", 1)[0]
+        if flag in NOT_IN_COMMAND_SWITCHES:
+            continue
         if flag in NOT_IN_COMMAND:
             skip = "=" not in arg
             continue
@@ -219,39 +237,6 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> lis
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=init_worker) as pool:
         return [_progress(i, len(jobs), r) for i, r in enumerate(pool.map(fn, jobs))]
-
-
-def run_kept(
-    fn: Callable[[dict[str, Any]], dict[str, Any]],
-    jobs: Sequence[dict[str, Any]],
-    out: Path,
-    workers: int,
-) -> list[dict[str, Any]]:
-    """``[fn(job) for job in jobs]`` where each result is kept in ``out/runs/<hash>.json``,
-    named after the job's ``scenario``: a rerun, an interrupted run or a ``--rows`` run that
-    shares a scenario reads the file instead of running it again. Results must be JSON."""
-    import functools
-    import hashlib
-
-    store = Path(out) / "runs"
-    store.mkdir(parents=True, exist_ok=True)
-    files = []
-    for job in jobs:
-        text = json.dumps(job["scenario"], sort_keys=True)
-        files.append(store / f"{hashlib.sha1(text.encode()).hexdigest()[:16]}.json")
-    todo = [(job, str(f)) for job, f in zip(jobs, files) if not f.is_file()]
-    kept = len(jobs) - len(todo)
-    print(f"{kept} of {len(jobs)} runs kept from an earlier run in {store}", flush=True)
-    run_jobs(functools.partial(_run_and_keep, fn), todo, workers)
-    return [json.loads(f.read_text(encoding="utf-8")) for f in files]
-
-
-def _run_and_keep(fn: Callable[[dict[str, Any]], dict[str, Any]], item: tuple) -> None:
-    job, file = item
-    result = fn(job)
-    tmp = Path(file).with_suffix(".tmp")
-    tmp.write_text(json.dumps(result), encoding="utf-8")
-    tmp.replace(file)  # whole or absent: an interrupted write leaves no half a result
 
 
 def _progress(i: int, total: int, result: Any) -> Any:

@@ -67,13 +67,16 @@ def scenario(base: dict, job: dict[str, Any]) -> dict[str, Any]:
     return _shared.apply_sets(d, job["overrides"])
 
 
+#: a run's labels (jobs that share a scenario share its run, each with its own labels)
+KEYS = ("mech", "eps_max", "variant", "seed")
+
+
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Accuracy (mean of the last 5 rounds) and the scheduled clients BCS found missing."""
     result = _shared.simulate(job["scenario"])
     rounds = result.rounds
     missing = rounds["bcs_missing"].sum() if "bcs_missing" in rounds else 0.0
-    keys = ("mech", "eps_max", "variant", "seed")
-    return {k: job[k] for k in keys} | {
+    return {k: job[k] for k in KEYS} | {
         "accuracy": float(rounds["test_accuracy"].iloc[-5:].mean()),
         "refused": float(missing),
         "status": result.manifest["status"],
@@ -114,7 +117,9 @@ def main() -> None:
         flush=True,
     )
     report = _shared.Report(NAME, args)
-    report.rows = _shared.run_jobs(run_one, jobs, args.workers)
+    report.rows = _shared.run_kept(
+        run_one, jobs, args.out, args.workers, fresh=args.fresh, tags=KEYS
+    )
     summarise(report, eps_grid)
     report.write()
 

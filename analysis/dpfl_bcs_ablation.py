@@ -246,15 +246,7 @@ def run_unique(jobs: list[dict[str, Any]], args: Any) -> list[dict[str, Any]]:
     """``run_one`` of every job, each distinct scenario run once (rows that change only
     DPFL-BCS share their WeiAvg runs with the row they start from) and kept under
     ``--out``/runs (a rerun or another ``--rows`` reuses it)."""
-    import json
-
-    keys = [json.dumps(j["scenario"], sort_keys=True) for j in jobs]
-    first: dict[str, dict[str, Any]] = {}
-    for key, job in zip(keys, jobs):
-        first.setdefault(key, job)
-    results = _shared.run_kept(run_one, list(first.values()), args.out, args.workers)
-    done = dict(zip(first, results))
-    return [done[key] | {"row": job["row"]} for key, job in zip(keys, jobs)]
+    return _shared.run_kept(run_one, jobs, args.out, args.workers, fresh=args.fresh, tags=("row",))
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import _kept
 import _shared
 
 NAME = "heterogeneous_dp"
@@ -20,6 +21,16 @@ DEFAULTS = _shared.Defaults(seeds=5, rounds=100, quick_seeds=2, quick_rounds=8)
 SCENARIO = _shared.ROOT / "scenarios" / "heterogeneous_dp.yaml"
 SENSITIVE = 1.0  # ε_total below this marks a privacy-sensitive client
 RELAXED = {"dist": "uniform", "low": 5.0, "high": 10.0}
+#: the columns that summary() and plot() read
+ROUND_COLUMNS = ("round", "active_clients", "uploaded", "test_accuracy")
+CLIENT_COLUMNS = (
+    "round",
+    "client_id",
+    "epsilon_total",
+    "epsilon_spent",
+    "epsilon_closed_form",
+    "uploaded",
+)
 METRICS = (
     "final_accuracy",
     "eps_spent_median",
@@ -40,14 +51,21 @@ def build_parser() -> Any:
 
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
-    """Rounds and clients tables of one run (as records, to cross process boundaries)."""
+    """The rounds and clients columns that the summary and the figure read, of one run (as
+    JSON data: kept under ``--out``/runs; :func:`frames` makes them tables again)."""
     result = _shared.simulate(job["scenario"])
     return {
         "label": job["label"],
         "seed": job["seed"],
-        "rounds": result.rounds,
-        "clients": result.clients,
+        "rounds": _kept.frame_to_json(result.rounds[list(ROUND_COLUMNS)]),
+        "clients": _kept.frame_to_json(result.clients[list(CLIENT_COLUMNS)]),
     }
+
+
+def frames(output: dict[str, Any]) -> dict[str, Any]:
+    """``run_one``'s output with its rounds and clients as DataFrames again."""
+    tables = {k: _kept.frame_from_json(output[k]) for k in ("rounds", "clients")}
+    return output | tables
 
 
 def first_round_below(rounds: Any, fraction: float, total: int) -> float:
@@ -144,7 +162,10 @@ def main() -> None:
             for seed in range(args.seeds)
         ]
         _shared.validate_all(j["scenario"] for j in jobs)
-        outputs = _shared.run_jobs(run_one, jobs, args.workers)
+        kept = _shared.run_kept(
+            run_one, jobs, args.out, args.workers, fresh=args.fresh, tags=("label", "seed")
+        )
+        outputs = [frames(o) for o in kept]
     first = {o["label"]: (o["rounds"], o["clients"]) for o in outputs if o["seed"] == 0}
     plot(first, args.out / "figures" / f"{NAME}.png")
     tables = []

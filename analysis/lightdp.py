@@ -81,10 +81,14 @@ def scenario(cell: dict[str, Any], setup: dict[str, Any]) -> dict[str, Any]:
     return _shared.apply_sets(d, setup["overrides"])
 
 
+#: a run's labels (jobs that share a scenario, e.g. no DP at every ε, share its run)
+KEYS = ("scheme", "eps", "c_bar", "s_bar", "failures", "seed")
+
+
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Final accuracy (%) and the share of rounds whose aggregation failed."""
     r = _shared.simulate(job["scenario"]).rounds
-    return {k: job[k] for k in ("scheme", "eps", "c_bar", "s_bar", "failures", "seed")} | {
+    return {k: job[k] for k in KEYS} | {
         "accuracy": 100 * float(r["test_accuracy"].iloc[-1]),
         "failed_share": float(r["aggregation_failed"].mean()),
     }
@@ -130,7 +134,9 @@ def main() -> None:
         flush=True,
     )
     report = _shared.Report(NAME, args)
-    report.rows = _shared.run_jobs(run_one, jobs, args.workers)
+    report.rows = _shared.run_kept(
+        run_one, jobs, args.out, args.workers, fresh=args.fresh, tags=KEYS
+    )
     summarise(report, eps_grid)
     report.write()
 

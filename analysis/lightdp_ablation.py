@@ -137,6 +137,10 @@ def model_dimension(scenario: dict[str, Any]) -> int:
     return int(model.num_params) if model is not None else 0
 
 
+#: a run's labels (rows that share a scenario, e.g. the run without DP, share its run)
+KEYS = ("row", "scheme", "seed")
+
+
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Final accuracy, model size d, mean noise variance and noise-to-signal ratio.
 
@@ -154,7 +158,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     d = model_dimension(job["scenario"]) if "update_norm" in r else 0
     ok = np.isfinite(var) & np.isfinite(signal) & (signal > 0)
     nsr = np.sqrt(d * var[ok]) / signal[ok]
-    return {k: job[k] for k in ("row", "scheme", "seed")} | {
+    return {k: job[k] for k in KEYS} | {
         "accuracy": 100 * float(r["test_accuracy"].iloc[-1]),
         "d": d,
         "noise_var": _finite_mean(var),
@@ -179,7 +183,9 @@ def main() -> None:
     _shared.validate_all(j["scenario"] for j in jobs)
     print(f"{NAME}: {len(rows)} rows, {len(jobs)} runs", flush=True)
     report = _shared.Report(NAME, args)
-    report.rows = _shared.run_jobs(run_one, jobs, args.workers)
+    report.rows = _shared.run_kept(
+        run_one, jobs, args.out, args.workers, fresh=args.fresh, tags=KEYS
+    )
     summarise(report, rows, args)
     report.write()
 

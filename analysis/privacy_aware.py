@@ -74,10 +74,14 @@ def scenario(base: dict, job: dict[str, Any]) -> dict[str, Any]:
     return _shared.apply_sets(d, job["overrides"])
 
 
+#: a run's labels (jobs that share a scenario share its run, each with its own labels)
+KEYS = ("budget", "variant", "seed")
+
+
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Accuracy (mean of the last 5 rounds) of one cell."""
     result = _shared.simulate(job["scenario"])
-    return {k: job[k] for k in ("budget", "variant", "seed")} | {
+    return {k: job[k] for k in KEYS} | {
         "accuracy": float(result.rounds["test_accuracy"].iloc[-5:].mean()),
         "status": result.manifest["status"],
     }
@@ -109,7 +113,9 @@ def main() -> None:
         flush=True,
     )
     report = _shared.Report(NAME, args)
-    report.rows = _shared.run_jobs(run_one, jobs, args.workers)
+    report.rows = _shared.run_kept(
+        run_one, jobs, args.out, args.workers, fresh=args.fresh, tags=KEYS
+    )
     summarise(report)
     report.write()
 

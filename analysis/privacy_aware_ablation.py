@@ -24,10 +24,9 @@ Paper setting (note 001 §6): N probably 100, 10 draws per round, B = 128, full 
 
 from __future__ import annotations
 
-import hashlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import _shared
@@ -263,36 +262,37 @@ def _cost(job: dict[str, Any]) -> tuple[bool, bool, int, bool]:
     )
 
 
-def run_fresh(jobs: list[dict[str, Any]], workers: int) -> None:
-    """``run_one`` on every job in spawned processes, each replaced after a few runs (a long
-    series of runs in one process grew past the machine's memory)."""
+def run_fresh(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> list[Any]:
+    """``[fn(job) for job in jobs]`` in spawned processes, each replaced after a few runs (a
+    long series of runs in one process grew past the machine's memory); the runner of
+    ``_shared.run_kept`` here."""
     import multiprocessing
     import time
 
     start = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
+    results = []
     with ctx.Pool(
         workers, initializer=_shared.init_worker, maxtasksperchild=RUNS_PER_PROCESS
     ) as pool:
-        for i, _ in enumerate(pool.imap(run_one, jobs)):
+        for i, result in enumerate(pool.imap(fn, jobs)):
+            results.append(result)
             took = time.perf_counter() - start
             print(f"{i + 1}/{len(jobs)} runs, {took:.0f} s", flush=True)
+    return results
 
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
-    """Accuracy (mean of the last 5 rounds) of one scenario, also kept in ``job["file"]``
-    (so that an interrupted run resumes where it stopped)."""
+    """Accuracy (mean of the last 5 rounds) of one scenario."""
     import time
 
     start = time.perf_counter()
     result = _shared.simulate(job["scenario"])
-    row = {
+    return {
         "accuracy": float(result.rounds["test_accuracy"].iloc[-5:].mean()),
         "status": result.manifest["status"],
         "seconds": round(time.perf_counter() - start, 1),
     }
-    Path(job["file"]).write_text(json.dumps(row), encoding="utf-8")
-    return row
 
 
 def main() -> None:
@@ -319,21 +319,13 @@ def main() -> None:
         plan.append(cell)
     jobs = sorted(unique.values(), key=_cost)
     _shared.validate_all(j["scenario"] for j in jobs)
-    cache = Path(args.out) / "runs"
-    cache.mkdir(parents=True, exist_ok=True)
-    for job in jobs:
-        job["file"] = str(cache / f"{hashlib.sha1(job['key'].encode()).hexdigest()[:16]}.json")
-    todo = [j for j in jobs if not Path(j["file"]).is_file()]
-    print(
-        f"{NAME}: {len(plan)} rows, {len(jobs)} distinct runs ({len(jobs) - len(todo)} kept "
-        f"from an earlier run in {cache}), T={args.rounds}",
-        flush=True,
+    print(f"{NAME}: {len(plan)} rows, {len(jobs)} distinct runs, T={args.rounds}", flush=True)
+    # --quick's seconds-long runs: one process, no start-up cost per run
+    runner = _shared.run_jobs if args.quick else run_fresh
+    results = _shared.run_kept(
+        run_one, jobs, args.out, args.workers, fresh=args.fresh, runner=runner
     )
-    if args.quick:  # seconds-long runs: one process, no start-up cost per run
-        _shared.run_jobs(run_one, todo, args.workers)
-    else:
-        run_fresh(todo, args.workers)
-    by_key = {j["key"]: json.loads(Path(j["file"]).read_text()) for j in jobs}
+    by_key = {j["key"]: r for j, r in zip(jobs, results)}
     summarise(report, plan, by_key)
     report.rows = [
         {"row": c["label"], "budget": c["budget"], "variant": variant, "seed": seed}

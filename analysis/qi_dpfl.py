@@ -108,12 +108,16 @@ def cell_scenario(base: dict[str, Any], cell: str, lam: float | None, seed: int)
     return d
 
 
+#: a run's labels (jobs that share a scenario share its run, each with its own labels)
+KEYS = ("lam", "cell", "seed")
+
+
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Accuracy, server cost and payments of one (λ, cell, seed) run."""
     result = _shared.simulate(job["scenario"])
     r = result.rounds
     nan = float("nan")
-    return {k: job[k] for k in ("lam", "cell", "seed")} | {
+    return {k: job[k] for k in KEYS} | {
         "accuracy": float(r["test_accuracy"].iloc[-1]),
         "server_cost": float(r["server_cost"].sum()) if "server_cost" in r else nan,
         "payments": float(r["payments_total"].sum()) if "payments_total" in r else nan,
@@ -144,7 +148,9 @@ def main() -> None:
         flush=True,
     )
     report = _shared.Report(NAME, args)
-    report.rows = _shared.run_jobs(run_one, jobs, args.workers)
+    report.rows = _shared.run_kept(
+        run_one, jobs, args.out, args.workers, fresh=args.fresh, tags=KEYS
+    )
     summarise(report, lams)
     report.write()
 

@@ -20,8 +20,8 @@ setting that fits 2 cores (Table I's MNIST row on full Fashion-MNIST 60k/10k: li
 the paper and stay fedgame's) at λ = 0.01 and 1, and with Hsu et al.'s per-client Dirichlet
 draw at λ = 1; (iii) one change back from it at λ = 1.
 Without Fashion-MNIST (``--dataset digits``) the rows that need the full training set are left
-out. Finished runs are kept in ``OUT/finished.jsonl`` (seed by seed); a second call with the
-same ``--out`` and arguments skips them (runs are deterministic per seed).
+out. Finished runs are kept under ``OUT/runs/`` (seed by seed); a second call with the same
+``--out`` on the same code reuses them (runs are deterministic per seed; ``--fresh`` reruns).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import _shared
@@ -137,8 +136,8 @@ def logreg_dim(dataset: str) -> int:
 
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
-    """Final accuracy, selected clients and round-1 noise of one run (appended to
-    ``job["store"]``, one JSON line, so that an interrupted script resumes)."""
+    """Final accuracy, selected clients and round-1 noise of one run (kept under
+    ``--out``/runs, so that an interrupted script resumes)."""
     import numpy as np
 
     result = _shared.simulate(job["scenario"])
@@ -165,15 +164,13 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         out |= {"rho_mean": float(first["rho"].mean()), "noise_over_clip": agg / clip}
     del result, r, c, round1, first
     gc.collect()  # a finished model is a cycle of agents and learner: free it now
-    with open(job["store"], "a", encoding="utf-8") as store:
-        store.write(json.dumps(out) + "\n")
     return out
 
 
 def run_coverage(job: dict[str, Any]) -> dict[str, Any]:
     """The smallest share of a class's training samples that the EMD-selected clients hold
-    (min over classes of Σ_selected n_hj / Σ_h n_hj), from the partition alone (appended to
-    ``job["store"]`` like :func:`run_one`)."""
+    (min over classes of Σ_selected n_hj / Σ_h n_hj), from the partition alone (kept like
+    :func:`run_one`)."""
     import numpy as np
 
     from fedgame.model import FedGameModel
@@ -187,8 +184,6 @@ def run_coverage(job: dict[str, Any]) -> dict[str, Any]:
     _release(model)
     del model
     gc.collect()
-    with open(job["store"], "a", encoding="utf-8") as store:
-        store.write(json.dumps(out) + "\n")
     return out
 
 
@@ -196,21 +191,6 @@ def _release(model: Any) -> None:
     from fedgame.run.single import release_agent_ids
 
     release_agent_ids(model)
-
-
-def finished(store: Path) -> dict[str, dict[str, Any]]:
-    """The runs an earlier call with the same ``--out`` completed, by key."""
-    if not store.is_file():
-        return {}
-    lines = store.read_text(encoding="utf-8").splitlines()
-    done = {}
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut short when the process was stopped
-        done[record["key"]] = record
-    return done
 
 
 def main() -> None:
@@ -239,27 +219,24 @@ def main() -> None:
                 unique.setdefault(key, job)
                 plan.append({"row": i, "cell": cell, "seed": seed, "key": key})
     _shared.validate_all(j["scenario"] for j in unique.values())
-    args.out.mkdir(parents=True, exist_ok=True)
-    store = args.out / "finished.jsonl"
-    results = finished(store)
-    jobs = sorted((j for k, j in unique.items() if k not in results), key=lambda j: j["seed"])
+    jobs = sorted(unique.values(), key=lambda j: j["seed"])
     print(
         f"{NAME}: {len(rows)} rows × {len(QI_ROW_CELLS)} cells × {args.seeds} seeds, "
-        f"{len(unique)} distinct runs, {len(unique) - len(jobs)} done in {store}",
+        f"{len(unique)} distinct runs",
         flush=True,
     )
     report = _shared.Report(NAME, args)
-    for job in jobs:
-        job["store"] = str(store)
-    results |= {r["key"]: r for r in _shared.run_jobs(run_one, jobs, args.workers)}
+    kept = {"out": args.out, "workers": args.workers, "fresh": args.fresh}
+    results = {r["key"]: r for r in _shared.run_kept(run_one, jobs, **kept)}
     _, _, _, select, _ = QI_ROW_CELLS
     coverage = {
-        f"classes:{p['key']}": {**unique[p["key"]], "key": f"classes:{p['key']}", "store": store}
+        f"classes:{p['key']}": {**unique[p["key"]], "key": f"classes:{p['key']}"}
         for p in plan
         if p["cell"] == select
     }
-    todo = [job for key, job in coverage.items() if key not in results]
-    results |= {r["key"]: r for r in _shared.run_jobs(run_coverage, todo, args.workers)}
+    results |= {
+        r["key"]: r for r in _shared.run_kept(run_coverage, list(coverage.values()), **kept)
+    }
     for p in plan:
         p["class_kept"] = (
             results[f"classes:{p['key']}"]["class_kept"] if p["cell"] == select else math.nan

@@ -108,15 +108,19 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         "degenerate_kinds": " ".join(kinds),
         "status": result.manifest["status"],
     }
-    curves = {
-        "round": r["round"].to_numpy(),
-        "accuracy": r["test_accuracy"].to_numpy(),
-        "sum_rho": r["sum_rho"].to_numpy() if "sum_rho" in r else np.full(len(r), np.nan),
+    curves = {  # as lists (JSON, kept under --out); main makes them arrays again
+        "round": r["round"].to_numpy().tolist(),
+        "accuracy": r["test_accuracy"].to_numpy().tolist(),
+        "sum_rho": (
+            r["sum_rho"].to_numpy() if "sum_rho" in r else np.full(len(r), np.nan)
+        ).tolist(),
     }
     return {"summary": summary, "curves": curves}
 
 
 def main() -> None:
+    import numpy as np
+
     args = _shared.resolve(build_parser().parse_args(), DEFAULTS)
     report = _shared.Report(NAME, args)
     lams = [float(x) for x in args.lam.split(",")]
@@ -139,7 +143,10 @@ def main() -> None:
         f"seeds={args.seeds}: {len(jobs)} runs",
         flush=True,
     )
-    results = _shared.run_jobs(run_one, jobs, args.workers)
+    results = _shared.run_kept(run_one, jobs, args.out, args.workers, fresh=args.fresh)
+    for result, job in zip(results, jobs):  # jobs that share a scenario share its run
+        result["summary"] |= {k: job[k] for k in ("lam", "cell", "seed")}
+        result["curves"] = {k: np.asarray(v) for k, v in result["curves"].items()}
     report.rows = [r["summary"] for r in results]
     summarise(report, lams)
     figures = args.out / "figures"

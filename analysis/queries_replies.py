@@ -65,9 +65,13 @@ def scenario(base: dict, job: dict[str, Any], selection: dict[str, Any], rounds:
     return _shared.apply_sets(d, job["overrides"])
 
 
+#: a run's labels (jobs that share a scenario share its run, each with its own labels)
+KEYS = ("eps", "b", "t", "seed")
+
+
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Final accuracy and loss of one (eps, b, T, seed) run; T = 0 builds the planner only."""
-    keys = {k: job[k] for k in ("eps", "b", "t", "seed")}
+    keys = {k: job[k] for k in KEYS}
     if job["t"] == 0:
         import torch
 
@@ -144,7 +148,9 @@ def main() -> None:
         flush=True,
     )
     report = _shared.Report(NAME, args)
-    report.rows = _shared.run_jobs(run_one, jobs, args.workers)
+    report.rows = _shared.run_kept(
+        run_one, jobs, args.out, args.workers, fresh=args.fresh, tags=KEYS
+    )
     summarise(report, eps_grid, b_grid, ts)
     report.write()
 

@@ -11,7 +11,8 @@ its 784 inputs), run at ε = 1 with T up to 80 (one round costs about 1 s there)
 second table (``closer``), at ε = 5 and 10 with T up to 160 on 3 seeds (``fm60k_eps``;
 ε = 10 also up to 320, ``fm60k_eps10``), beside the paper's bias-free logistic regression
 (``no_bias``). Each run is kept in
-``OUT/runs`` (named after its scenario), so a ``--rows`` run reuses the runs it shares.
+``OUT/runs`` (named after its scenario and the code), so a ``--rows`` run or a rerun reuses
+the runs it shares.
 
 Per row and ε: the best T (highest mean final test accuracy), every T not significantly
 below it (paired t-interval over seeds), the planner's T* (mean ± 95% CI), the ratio T*/best
@@ -24,10 +25,7 @@ and b = 1, each at its best T.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import _shared
@@ -193,15 +191,9 @@ def jobs_of(rows: list[Row], args: Any) -> list[dict[str, Any]]:
 
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
-    """queries_replies.py's run (accuracy, or the planner's T*), tagged with its cell."""
-    return qr.run_one(job) | {"key": job["key"]}
-
-
-def run_kept(job: dict[str, Any]) -> None:
-    """``run_one``, its result kept in ``job["file"]`` (so that an interrupted or a ``--rows``
-    run reuses it: the file is named after the scenario)."""
-    row = {k: v for k, v in run_one(job).items() if k != "key"}
-    Path(job["file"]).write_text(json.dumps(row), encoding="utf-8")
+    """queries_replies.py's run (accuracy, or the planner's T*), kept under ``--out``/runs
+    (an interrupted or a ``--rows`` run reuses it)."""
+    return qr.run_one(job)
 
 
 def main() -> None:
@@ -212,16 +204,10 @@ def main() -> None:
     print(f"{NAME}: {len(rows)} rows, {len(jobs)} runs", flush=True)
     report = _shared.Report(NAME, args)
     # the largest runs first, so a slow run shows early in the progress lines
-    order = sorted(range(len(jobs)), key=lambda i: str(jobs[i]["key"][0]) != "60000")
-    cache = Path(args.out) / "runs"
-    cache.mkdir(parents=True, exist_ok=True)
-    for job in jobs:
-        text = json.dumps([job["t"], job["scenario"]], sort_keys=True)
-        job["file"] = str(cache / f"{hashlib.sha1(text.encode()).hexdigest()[:16]}.json")
-    todo = [jobs[i] for i in order if not Path(jobs[i]["file"]).is_file()]
-    print(f"{len(jobs) - len(todo)} runs kept from an earlier run in {cache}", flush=True)
-    _shared.run_jobs(run_kept, todo, args.workers)
-    done = [json.loads(Path(j["file"]).read_text()) | {"key": j["key"]} for j in jobs]
+    first = sorted(jobs, key=lambda job: str(job["key"][0]) != "60000")
+    kept = _shared.run_kept(run_one, first, args.out, args.workers, fresh=args.fresh, tags=qr.KEYS)
+    by_key = {job["key"]: result for job, result in zip(first, kept)}
+    done = [by_key[j["key"]] | {"key": j["key"]} for j in jobs]
     report.rows = [{k: v for k, v in r.items() if k != "key"} | cells(r["key"]) for r in done]
     summarise(report, rows, args, {r["key"]: r for r in done})
     report.write()

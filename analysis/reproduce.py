@@ -9,9 +9,16 @@ copies the figures there. Only ``make reproduce`` writes docs/; the default OUT 
 results/. The ``*_ablation`` scripts are each paper's one-change-at-a-time investigation;
 ``--no-ablations`` skips them.
 
+Resumable: every script keeps each simulation's result under ``OUT/<script>/runs/``, keyed by
+its scenario and the code (the git commit, and the uncommitted changes under ``fedgame/`` and
+``analysis/`` if any). An interrupted ``make reproduce`` (Ctrl-C, a lost session), run again
+on the same commit, reads the kept runs and runs only the rest; after a code change no kept
+run is reused. ``--fresh`` (passed on to every script) reruns everything.
+
     python analysis/reproduce.py --quick                # minutes; preliminary numbers
     python analysis/reproduce.py --docs docs            # what make reproduce runs
     python analysis/reproduce.py --docs docs --no-ablations   # the papers' tables only
+    python analysis/reproduce.py --docs docs --fresh    # ignore the kept runs
 """
 
 from __future__ import annotations
@@ -81,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="+", choices=list(SCRIPTS), help="run these scripts only")
     p.add_argument("--no-run", action="store_true", help="only rebuild from existing outputs")
     p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="rerun every simulation (each script's --fresh); by default a rerun on the same "
+        "code reuses the runs kept under OUT/<script>/runs, so an interrupted run resumes",
+    )
+    p.add_argument(
         "--no-ablations",
         action="store_true",
         help="skip the *_ablation investigations (their docs tables stay as they are)",
@@ -96,6 +109,8 @@ def script_command(name: str, args: argparse.Namespace) -> list[str]:
             cmd += [f"--{flag}", str(getattr(args, flag))]
     if args.quick:
         cmd.append("--quick")
+    if args.fresh:
+        cmd.append("--fresh")
     if args.dataset and SCRIPTS[name]:
         cmd += ["--dataset", args.dataset]
     return cmd

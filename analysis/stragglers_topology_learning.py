@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import _kept
 import _shared
 
 NAME = "stragglers_topology_learning"
@@ -122,6 +123,9 @@ def main() -> None:
         f"T={args.rounds}, {args.seeds} replicates",
         flush=True,
     )
+    for folder in ("sweep", "sweep_nodp"):
+        if _kept.own_folder(args.out / folder, fresh=args.fresh):
+            print(f"{NAME}: removed the runs of another code (or --fresh) in {args.out}/{folder}")
     game = load_sweep(execute(game_plan, args.workers))
     nodp = load_sweep(execute(nodp_plan, args.workers))
     runs = per_run(game.rounds, KEYS)

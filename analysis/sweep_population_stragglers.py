@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import _kept
 import _shared
 
 NAME = "sweep_population_stragglers"
@@ -54,6 +55,8 @@ def main() -> None:
             replicates=args.seeds,
             out=args.out / "sweep",
         )
+        if _kept.own_folder(args.out / "sweep", fresh=args.fresh):
+            print(f"{NAME}: removed the runs of another code (or --fresh) in {args.out}/sweep")
         warnings.simplefilter("ignore")
         summary = run_sweep(plan, workers=args.workers, progress=False)
         if summary.failed:

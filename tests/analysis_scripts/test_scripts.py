@@ -145,6 +145,39 @@ def test_results_do_not_depend_on_workers(quick, tmp_path):
         pd.testing.assert_series_equal(merged[f"{col}_1"], merged[f"{col}_2"], check_names=False)
 
 
+def _outputs(out):
+    """Every table without its provenance line (run time, date), claims.json and runs.csv."""
+    texts = {t.name: t.read_text().partition("\n\n")[2] for t in (out / "tables").glob("*.md")}
+    return texts | {f: (out / f).read_text() for f in ("claims.json", "runs.csv")}
+
+
+def test_a_rerun_reuses_the_kept_runs_and_fresh_reruns_them(quick, tmp_path):
+    """A second call with the same --out runs no simulation (the runs kept under OUT/runs are
+    read back) and writes the same tables; --fresh runs everything again, same tables too.
+    heterogeneous_dp keeps DataFrames (as JSON columns) and draws its figure from them."""
+    _, done = quick
+    first, before = done["heterogeneous_dp"]
+    assert "0 of 2 runs kept" in first.stdout
+    out = tmp_path / "out"
+    shutil.copytree(before, out)
+    kept = sorted((out / "runs").glob("*.json"))
+    assert len(kept) == 2
+    stamps = [f.stat().st_mtime_ns for f in kept]
+    again = run("heterogeneous_dp", "--quick", "--out", str(out))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "2 of 2 runs kept" in again.stdout
+    assert [f.stat().st_mtime_ns for f in kept] == stamps  # read, not rewritten
+    assert _outputs(out) == _outputs(before)
+    figure = "figures/heterogeneous_dp.png"
+    assert (out / figure).read_bytes() == (before / figure).read_bytes()
+    fresh = run("heterogeneous_dp", "--quick", "--fresh", "--out", str(out))
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    assert "0 of 2 runs kept" in fresh.stdout and "--fresh" in fresh.stdout
+    assert sorted((out / "runs").glob("*.json")) == kept
+    assert [f.stat().st_mtime_ns for f in kept] != stamps  # replaced
+    assert _outputs(out) == _outputs(before)
+
+
 def test_reproduce_splices_every_block_into_a_docs_copy(quick, tmp_path):
     root, _ = quick
     docs = tmp_path / "docs"
