@@ -33,7 +33,7 @@ bench:
 # and figures in docs/ (not part of `make test`; `python analysis/reproduce.py --quick` is the
 # minutes-long preview, written under results/analysis/). Resumable: each run is kept under
 # results/analysis/<script>/runs/ when it ends, so an interrupted `make reproduce` rerun on the
-# same commit continues where it stopped (a code change reuses nothing);
+# same code (fedgame/ and analysis/) continues where it stopped (a code change reuses nothing);
 # `python analysis/reproduce.py --docs docs --fresh` reruns everything.
 reproduce:
 	$(PYTHON) analysis/reproduce.py --docs docs

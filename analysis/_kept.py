@@ -7,9 +7,11 @@ results instead of running again, so an interrupted script (or ``make reproduce`
 where it stopped, and an ablation's ``--rows`` subsets share their runs.
 
 The key is the SHA-1 of the job's ``scenario``, the function that computes the result
-(``<script>.<function>``) and the code's identity (:func:`code_identity`): the git commit of
-the checkout, plus a hash of the uncommitted changes under ``fedgame/`` and ``analysis/``
-when there are any, so a kept run is reused only by the very same code. A file that cannot
+(``<script>.<function>``) and the code's identity (:func:`code_identity`): the git trees of
+``fedgame/`` and ``analysis/`` at the checked-out commit, plus a hash of the uncommitted
+changes there when there are any, so a kept run is reused only by the very same code (and
+still by a later commit that changed nothing there, e.g. docs: a long ``make reproduce`` can
+be finished over several sittings). A file that cannot
 be read back (empty, cut short, another shape) counts as absent and the run is redone.
 ``--fresh`` (``fresh=True``) ignores the kept results and replaces them. Scripts that run a
 ``fedgame`` sweep (which resumes by itself) call :func:`own_folder` first: the same rules.
@@ -43,13 +45,15 @@ Runner = Callable[[Callable[[Any], Any], Sequence[Any], int], Any]
 def code_identity(root: Path = ROOT) -> str:
     """What identifies the code, once per process.
 
-    ``git:<commit>`` for a clean checkout; ``git:<commit>+<hash>`` when ``fedgame/`` or
-    ``analysis/`` has uncommitted changes (the hash covers ``git diff HEAD`` there and the
-    untracked, not ignored files there); ``version:<fedgame.__version__>`` outside a git
-    checkout (or without git).
+    ``git:<trees>`` for a clean checkout, ``<trees>`` a hash of the git tree ids of
+    ``fedgame/`` and ``analysis/`` at HEAD (a commit that changes neither keeps it);
+    ``git:<trees>+<hash>`` when they have uncommitted changes (the hash covers ``git diff
+    HEAD`` there and the untracked, not ignored files there);
+    ``version:<fedgame.__version__>`` outside a git checkout (or without git).
     """
     try:
-        head = _git(root, "rev-parse", "HEAD").strip()
+        trees = _git(root, "ls-tree", "HEAD", "--", *CODE)
+        head = hashlib.sha1(trees.encode()).hexdigest()[:16]
         diff = _git(root, "diff", "HEAD", "--binary", "--", *CODE)
         untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *CODE)
     except (OSError, subprocess.CalledProcessError):

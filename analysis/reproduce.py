@@ -10,10 +10,10 @@ results/. The ``*_ablation`` scripts are each paper's one-change-at-a-time inves
 ``--no-ablations`` skips them.
 
 Resumable: every script keeps each simulation's result under ``OUT/<script>/runs/``, keyed by
-its scenario and the code (the git commit, and the uncommitted changes under ``fedgame/`` and
-``analysis/`` if any). An interrupted ``make reproduce`` (Ctrl-C, a lost session), run again
-on the same commit, reads the kept runs and runs only the rest; after a code change no kept
-run is reused. ``--fresh`` (passed on to every script) reruns everything.
+its scenario and the code (the git trees of ``fedgame/`` and ``analysis/``, and their
+uncommitted changes if any). An interrupted ``make reproduce`` (Ctrl-C, a lost session), run
+again on the same code, reads the kept runs and runs only the rest; after a code change no
+kept run is reused. ``--fresh`` (passed on to every script) reruns everything.
 
     python analysis/reproduce.py --quick                # minutes; preliminary numbers
     python analysis/reproduce.py --docs docs            # what make reproduce runs

@@ -130,7 +130,7 @@ def git(root, *args: str) -> str:
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def test_code_identity_is_the_commit_and_the_uncommitted_changes(tmp_path):
+def test_code_identity_is_the_code_trees_and_the_uncommitted_changes(tmp_path):
     identity = kept.code_identity.__wrapped__  # uncached
     assert identity(tmp_path).startswith("version:")  # not a git checkout
     (tmp_path / "fedgame").mkdir()
@@ -139,8 +139,9 @@ def test_code_identity_is_the_commit_and_the_uncommitted_changes(tmp_path):
     git(tmp_path, "init", "-q")
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-q", "-m", "one")
-    head = git(tmp_path, "rev-parse", "HEAD")
-    assert identity(tmp_path) == f"git:{head}"
+    head = identity(tmp_path)
+    assert head.startswith("git:") and "+" not in head
+    head = head.removeprefix("git:")
     (tmp_path / "README.md").write_text("other text\n")  # outside fedgame/ and analysis/
     assert identity(tmp_path) == f"git:{head}"
     (tmp_path / "fedgame" / "a.py").write_text("x = 2\n")
@@ -155,6 +156,12 @@ def test_code_identity_is_the_commit_and_the_uncommitted_changes(tmp_path):
     assert untracked.startswith(f"git:{head}+") and untracked != edited
     (tmp_path / "analysis" / "new.py").unlink()
     assert identity(tmp_path) == f"git:{head}"
+    git(tmp_path, "commit", "-q", "-am", "docs only")  # a commit outside the code: same
+    assert identity(tmp_path) == f"git:{head}"
+    (tmp_path / "fedgame" / "a.py").write_text("x = 4\n")
+    git(tmp_path, "commit", "-q", "-am", "code")  # a commit of the code: another identity
+    assert identity(tmp_path) not in (f"git:{head}", edited, untracked)
+    assert "+" not in identity(tmp_path)
 
 
 def test_fresh_is_a_common_flag_left_out_of_the_command():
