@@ -39,6 +39,9 @@ CODE = ("fedgame", "analysis")
 CODE_MARK = "CODE"
 
 Runner = Callable[[Callable[[Any], Any], Sequence[Any], int], Any]
+#: runs this process read from the store and runs in all, over its ``run_kept`` calls (the
+#: report's provenance line says how much of a table came from earlier runs)
+TALLY = {"kept": 0, "runs": 0}
 
 
 @functools.cache
@@ -161,6 +164,8 @@ def run_kept(
         f"run in {store}{again}",
         flush=True,
     )
+    TALLY["kept"] += len(distinct) - len(todo)
+    TALLY["runs"] += len(distinct)
     items = [(job, str(file), code) for file, job in todo.items()]
     runner(functools.partial(_run_and_keep, fn), items, workers)
     for file in todo:

@@ -282,9 +282,13 @@ class Report:
         quick = "; **preliminary quick run**" if self.args.quick else ""
         today = dt.date.today().isoformat()
         took = time.perf_counter() - self.started
+        import _kept
+
+        kept, runs = _kept.TALLY["kept"], _kept.TALLY["runs"]
+        earlier = f" ({kept} of {runs} runs kept from earlier calls)" if kept else ""
         return (
             f"Measured with `{self.command}`: {what}, mean ± 95% t-interval over seeds{quick}; "
-            f"{today}, {took:.0f} s."
+            f"{today}, {took:.0f} s{earlier}."
         )
 
     def table(

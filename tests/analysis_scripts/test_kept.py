@@ -194,3 +194,19 @@ def test_reproduce_passes_fresh_on_to_every_script():
     for name in reproduce.SCRIPTS:
         assert "--fresh" in reproduce.script_command(name, parse(["--fresh"]))
         assert "--fresh" not in reproduce.script_command(name, parse([]))
+
+
+def test_the_provenance_line_says_how_many_runs_were_kept(monkeypatch):
+    """A table made from kept runs says so: its run time is not the runs' time."""
+    import argparse
+    import sys
+
+    shared = load("_shared")
+    tally = sys.modules["_kept"].TALLY  # the module _shared reads
+    args = argparse.Namespace(seeds=3, quick=False)
+    report = shared.Report("x", args, argv=["--seeds", "3"])
+    monkeypatch.setitem(tally, "kept", 0)
+    monkeypatch.setitem(tally, "runs", 6)
+    assert "kept" not in report.provenance()
+    monkeypatch.setitem(tally, "kept", 4)
+    assert report.provenance().endswith(" s (4 of 6 runs kept from earlier calls).")
