@@ -51,8 +51,8 @@ SCRIPTS = {
     "qi_dpfl_ablation": True,
     "queries_replies_ablation": True,
 }
-#: the one-change-at-a-time investigations (``--no-ablations`` skips them: about 4.5 of the
-#: 5.5 hours)
+#: the one-change-at-a-time investigations (``--no-ablations`` skips them: about 5 of the
+#: 6 hours)
 ABLATIONS = {name for name in SCRIPTS if name.endswith("_ablation")}
 #: paper id -> (short name, docs page)
 PAGES = {
