@@ -260,9 +260,7 @@ def test_workers_stop_when_the_script_is_killed(tmp_path):
     deadline = time.monotonic() + 60
     while len(children) < 2 and time.monotonic() < deadline:
         time.sleep(0.5)
-        found = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True)
-        children = [int(p) for p in found.stdout.split()]
-        children = [p for p in children if "spawn_main" in _cmdline(p)]
+        children = [p for p in _children(parent.pid) if "spawn_main" in _cmdline(p)]
     assert len(children) == 2, "the two workers did not start"
     time.sleep(1.0)  # the workers' initialiser has run
     parent.send_signal(signal.SIGKILL)
@@ -275,6 +273,23 @@ def test_workers_stop_when_the_script_is_killed(tmp_path):
     finally:
         for pid in filter(_alive, children):
             os.kill(pid, signal.SIGKILL)
+
+
+def _children(parent: int) -> list[int]:
+    """Processes whose parent is ``parent``, from /proc (no procps needed)."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[-1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent:
+                found.append(int(entry))
+    return found
 
 
 def _cmdline(pid: int) -> str:
