@@ -104,7 +104,13 @@ def search_noise(
     composed: Callable[[float], float], *, epsilon: float, rtol: float = 1e-7
 ) -> float:
     """Smallest z (to ``rtol``, rounded up) with ``composed(z) <= epsilon``; ``composed``
-    must decrease in z. Bisection on log z over a bracket that is widened until it holds."""
+    must decrease in z.
+
+    A bracket [z/4, z] is widened until it holds the crossing; Brent's method on log z then
+    finds it to ``rtol / 2`` (about 10 evaluations where bisection takes 25: each one is an
+    accountant's composition, seconds for a subsampled Gaussian), and the answer is the
+    bracket's upper end, checked: if it misses the target, bisection finishes the search.
+    """
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ScenarioError("epsilon", epsilon, "a calibration target must be finite and > 0")
     hi = 1.0
@@ -121,6 +127,19 @@ def search_noise(
         hi, lo = lo, lo / 4.0
     else:
         return hi  # even tiny noise meets the target (e.g. a very loose δ)
+    from scipy.optimize import brentq
+
+    half = rtol / 2.0
+    root = brentq(
+        lambda t: composed(math.exp(t)) - epsilon,
+        math.log(lo),
+        math.log(hi),
+        xtol=half,
+        rtol=4.0 * np.finfo(float).eps,
+    )
+    guess = math.exp(root + half)  # the crossing lies within half (in log z) of root
+    if guess < hi and composed(guess) <= epsilon:
+        return guess
     while hi / lo - 1.0 > rtol:
         mid = math.sqrt(lo * hi)
         if composed(mid) <= epsilon:
