@@ -11,8 +11,10 @@ noise variance summed over the rounds' aggregates, Σ_t Σ_n w_n² σ_n² (w = 1
 ε for WeiAvg), as a ratio BCS / WeiAvg; the share of BCS's variance released in stage 1
 (sensitivity 2η(B + Θ)/D_n, paper 000 Eq. 13); and the mean share of ε_n each client's
 ledger charged by the end. Rows at the paper's T = 200 (T0 = 10) and with its 4,266-parameter
-MNIST CNN go to a second table, ``paper_setting``; a table is written when ``--rows`` ran
-one of its rows. ``runs.csv`` also holds, per run, the clients that uploaded after T0 and
+MNIST CNN go to a second table, ``paper_setting``; rows with every value the paper gives
+(``paper_all``), its Fashion-MNIST LeNet-5 and optimiser (``close_t200_lenet``) and T = 200
+without loss reports (``close_t200_noloss``) to a third, ``paper_values``. A table is written
+when ``--rows`` ran one of its rows. ``runs.csv`` also holds, per run, the clients that uploaded after T0 and
 whether a stage-1 P2 fit ran to the optimiser's box.
 """
 
