@@ -159,7 +159,6 @@ ROWS = (
         sets=(*PAPER_EPS, *CLIP25),
         bcs_sets=CLIP25_BCS,
         size=CLOSE_SIZE | {"rounds": 200, "t0": 10, "train": 60000},
-        seeds=3,
         table="paper_values",
     ),
 )
