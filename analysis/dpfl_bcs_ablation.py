@@ -14,8 +14,8 @@ ledger charged by the end. Rows at the paper's T = 200 (T0 = 10) and with its 4,
 MNIST CNN go to a second table, ``paper_setting``; rows with every value the paper gives
 (``paper_all``), its Fashion-MNIST LeNet-5 and optimiser (``close_t200_lenet``) and T = 200
 without loss reports (``close_t200_noloss``) to a third, ``paper_values``. A table is written
-when ``--rows`` ran one of its rows. ``runs.csv`` also holds, per run, the clients that uploaded after T0 and
-whether a stage-1 P2 fit ran to the optimiser's box.
+when ``--rows`` ran one of its rows. ``runs.csv`` also holds, per run, the clients that
+uploaded after T0 and whether a stage-1 P2 fit ran to the optimiser's box.
 """
 
 from __future__ import annotations
