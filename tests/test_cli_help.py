@@ -83,7 +83,7 @@ def test_list_verbose_includes_parameters(capsys):
         (["explain", "privcy", "gaussian"], "did you mean privacy?"),
         (["explain", "privacy", "gausian"], "did you mean gaussian?"),
         (["list", "selecton"], "did you mean selection?"),
-        (["explain", "model", "transformer"], "allowed model plug-ins: cnn, logreg, mlp"),
+        (["explain", "model", "transformer"], "allowed model plug-ins: cnn, lenet5, logreg, mlp"),
     ],
 )
 def test_unknown_family_or_name_lists_the_allowed_and_suggests(argv, suggestion, capsys):
