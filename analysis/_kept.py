@@ -87,11 +87,12 @@ def _git(root: Path, *args: str) -> str:
 
 
 def function_name(fn: Callable[..., Any]) -> str:
-    """``<script>.<function>`` of ``fn`` (a script run as ``__main__`` by its file name)."""
+    """``<script>.<function>`` of ``fn`` (a script run as ``__main__`` by its file name; in a
+    spawned worker the script is ``__mp_main__``)."""
     module = fn.__module__
-    if module == "__main__":
-        main = sys.modules["__main__"]
-        module = Path(getattr(main, "__file__", None) or "__main__").stem
+    if module in ("__main__", "__mp_main__"):
+        main = sys.modules.get(module)
+        module = Path(getattr(main, "__file__", None) or module).stem
     return f"{module}.{fn.__qualname__}"
 
 

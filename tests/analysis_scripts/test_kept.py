@@ -210,3 +210,23 @@ def test_the_provenance_line_says_how_many_runs_were_kept(monkeypatch):
     assert "kept" not in report.provenance()
     monkeypatch.setitem(tally, "kept", 4)
     assert report.provenance().endswith(" s (4 of 6 runs kept from earlier calls).")
+
+
+@pytest.mark.parametrize("module", ["__main__", "__mp_main__"])
+def test_a_script_function_is_named_by_its_file_in_the_script_and_in_a_spawned_worker(
+    module, monkeypatch, tmp_path
+):
+    """A spawned worker imports the script as ``__mp_main__``; both name it by its file."""
+    import sys
+    import types
+
+    script = types.ModuleType(module)
+    script.__file__ = str(tmp_path / "some_ablation.py")
+    monkeypatch.setitem(sys.modules, module, script)
+
+    def run_one(job: dict) -> None:
+        del job
+
+    run_one.__module__ = module
+    name = kept.function_name(run_one)
+    assert name.startswith("some_ablation.test_") and name.endswith(".<locals>.run_one")
