@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,14 @@ from hypothesis import settings
 settings.register_profile("fedgame", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fedgame"))
+
+# A shell without job control starts background commands (`make check &`) with SIGINT
+# ignored, and children inherit that: the Ctrl-C tests (tests/run/test_signals.py,
+# test_crash.py) would then wait on a run that never stops. They test what Ctrl-C in a
+# terminal does, so the suite restores Python's own handler (which children see as the
+# default disposition).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 
