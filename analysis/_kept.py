@@ -181,6 +181,13 @@ def run_kept(
     return results
 
 
+def count_sweep(summary: Any) -> None:
+    """Add a ``run_sweep`` call's runs to :data:`TALLY`: the runs it found finished in its
+    folder (``summary.skipped``) count as kept, so the provenance line says so."""
+    TALLY["kept"] += int(summary.skipped)
+    TALLY["runs"] += int(summary.total)
+
+
 def own_folder(folder: Path, *, fresh: bool) -> bool:
     """Make ``folder`` (where a script's ``fedgame`` sweep writes; the sweep resumes by
     itself, skipping finished runs) hold only runs of this code: remove it when ``fresh`` or

@@ -66,6 +66,7 @@ def execute(sweep_plan: Any, workers: int) -> Any:
         summary = run_sweep(sweep_plan, workers=workers, progress=False)
     if summary.failed:
         raise RuntimeError(f"{len(summary.failed)} sweep runs failed: {summary.failed}")
+    _kept.count_sweep(summary)
     return summary.sweep_dir
 
 

@@ -61,6 +61,7 @@ def main() -> None:
         summary = run_sweep(plan, workers=args.workers, progress=False)
         if summary.failed:
             raise RuntimeError(f"{len(summary.failed)} sweep runs failed: {summary.failed}")
+        _kept.count_sweep(summary)
         folder = summary.sweep_dir
     sweep = load_sweep(folder)
     eq = equilibrium_table(sweep.rounds, by=[X, Y])
@@ -94,13 +95,14 @@ def main() -> None:
 
 
 def late_round_means(rounds: Any, *, by: list[str]) -> Any:
-    """Per grid cell: the mean over runs of each run's last-5-round mean (no convergence test)."""
+    """Per grid cell: ``n`` runs, and the mean and 95% t-interval over runs of each run's
+    last-5-round mean (no convergence test)."""
     from fedgame.analysis.equilibrium import tail_means
+    from fedgame.analysis.summary import aggregate
 
     per_run = tail_means(rounds)
     keys = rounds[["run_id", *by]].drop_duplicates("run_id")
-    cells = per_run.merge(keys, on="run_id").drop(columns="run_id").groupby(by)
-    return cells.mean().join(cells.size().rename("n")).reset_index()
+    return aggregate(per_run.merge(keys, on="run_id"), by=by)
 
 
 if __name__ == "__main__":

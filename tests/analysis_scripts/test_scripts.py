@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -176,6 +177,40 @@ def test_a_rerun_reuses_the_kept_runs_and_fresh_reruns_them(quick, tmp_path):
     assert sorted((out / "runs").glob("*.json")) == kept
     assert [f.stat().st_mtime_ns for f in kept] != stamps  # replaced
     assert _outputs(out) == _outputs(before)
+
+
+@pytest.mark.parametrize("name", ["sweep_population_stragglers", "stragglers_topology_learning"])
+def test_a_sweep_script_rerun_says_its_runs_were_kept(quick, tmp_path, name):
+    """A sweep script resumes its sweep folder; a table made from those finished runs says so
+    in its provenance line (its run time is not the runs' time), and is otherwise the same."""
+    _, done = quick
+    _, before = done[name]
+    heads = [t.read_text().partition("\n")[0] for t in (before / "tables").glob("*.md")]
+    assert heads and not any("kept from earlier calls" in h for h in heads)
+    out = tmp_path / "out"
+    shutil.copytree(before, out)
+    again = run(name, "--quick", "--out", str(out))
+    assert again.returncode == 0, again.stderr[-3000:]
+    for table in (out / "tables").glob("*.md"):
+        head, _, body = table.read_text().partition("\n")
+        assert re.search(r"\((\d+) of \1 runs kept from earlier calls\)\.$", head), head
+        assert body == (before / "tables" / table.name).read_text().partition("\n")[2]
+
+
+def test_the_late_round_map_has_intervals_over_runs(quick):
+    """The Σρ heatmap's cells (last-5-round means) carry n and a 95% t-interval, as the
+    final-accuracy map's do, so the figure prints the intervals."""
+    from fedgame.analysis import load_sweep
+
+    _, done = quick
+    _, out = done["sweep_population_stragglers"]
+    script = load("sweep_population_stragglers")
+    sweep = load_sweep(next((out / "sweep").glob("*/sweep-*")))
+    late = script.late_round_means(sweep.rounds, by=[script.X, script.Y])
+    assert (late["n"] == 2).all()
+    assert (late["sum_rho_lo"] <= late["sum_rho"]).all()
+    assert (late["sum_rho"] <= late["sum_rho_hi"]).all()
+    assert (late["sum_rho_lo"] < late["sum_rho_hi"]).any()
 
 
 def test_reproduce_splices_every_block_into_a_docs_copy(quick, tmp_path):
