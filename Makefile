@@ -29,7 +29,7 @@ check:
 bench:
 	$(PYTHON) bench/round_speed.py
 
-# Rerun every paper's analysis and ablation (about 6 hours on 2 shared cores) and regenerate the tables
+# Rerun every paper's analysis and ablation (2 h 18 min on 2 idle cores) and regenerate the tables
 # and figures in docs/ (not part of `make test`; `python analysis/reproduce.py --quick` is the
 # minutes-long preview, written under results/analysis/). Resumable: each run is kept under
 # results/analysis/<script>/runs/ when it ends, so an interrupted `make reproduce` rerun on the
