@@ -179,7 +179,6 @@ def jobs_of(row: Row, args: Any, base: dict) -> list[dict[str, Any]]:
         size = QUICK | {"t0": min(row.size.get("t0", QUICK["t0"]), QUICK["rounds"] // 4)}
     else:
         size = BASE | row.size
-    if not args.quick:
         scale = args.rounds / DEFAULTS.rounds
         size["rounds"] = round(size["rounds"] * scale)
         size["t0"] = size["t0"] and max(2, round(size["t0"] * scale))
