@@ -2,29 +2,62 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip install -q
 
-.PHONY: install install-dev run test check bench reproduce
+#: every package `make test` and `.ci/run` install, pinned (a `pip freeze` of a clean resolve;
+#: `make lock` refreshes it)
+LOCK := requirements-test.txt
+#: the extras the test suite needs: lint/type/test tools, Ray, the dashboard
+TEST_EXTRAS := dev,distributed,viz
+
+.PHONY: install install-dev run test test-latest lock check bench reproduce
 
 # What the quickstart needs: the pinned torch (CPU wheel where one is found) and fedgame itself.
 install:
 	$(PIP) torch==2.13.0
 	$(PIP) -e .
 
-# The above plus the pinned lint, type-check and test tools, Ray and the dashboard (the suite
-# tests the Ray executor and drives the dashboard in a browser).
+# Exactly the packages of the lock (torch, the lint/type/test tools, Ray, the dashboard and
+# every transitive dependency, each at its pinned version), then fedgame itself without
+# resolving anything; `pip check` fails loudly if the lock misses a dependency.
 install-dev:
-	$(PIP) torch==2.13.0
-	$(PIP) -e ".[dev,distributed,viz]"
+	$(PIP) --no-deps -r $(LOCK)
+	$(PIP) --no-deps -e .
+	$(PYTHON) -m pip check
+
+# Refresh the lock: a clean venv, the newest versions the ranges in pyproject.toml allow (torch
+# pinned to the CPU wheel on disk), frozen. torch's local label (+cpu) is dropped so that the
+# pin also matches other builds of the same release.
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install -q torch==2.13.0
+	.lock-venv/bin/python -m pip install -q -e ".[$(TEST_EXTRAS)]"
+	{ echo "# What make test and .ci/run install: pip freeze of a clean resolve (make lock)."; \
+	  echo "# Python $$(.lock-venv/bin/python -c 'import platform; print(platform.python_version(), platform.machine())'), $$(date -u +%Y-%m-%d)."; \
+	  .lock-venv/bin/python -m pip freeze --exclude-editable | sed -E 's/^([A-Za-z0-9_.-]+==[^+]+)\+.*/\1/'; \
+	} > $(LOCK)
+	rm -rf .lock-venv
+
+# The newest versions the ranges allow (torch included), in a venv of its own, then the suite:
+# tells whether a new release of a dependency breaks fedgame before the lock moves to it.
+test-latest:
+	$(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install -q --upgrade --upgrade-strategy eager \
+		"torch>=2.3,<3" -e ".[$(TEST_EXTRAS)]"
+	.venv-latest/bin/python -m pip freeze --exclude-editable > .venv-latest/versions.txt
+	$(MAKE) check PYTHON=.venv-latest/bin/python
 
 run: install
 	$(PYTHON) -m fedgame run scenarios/quickstart.yaml
 
 test: install-dev check
 
-# ruff + mypy + pytest, without installing anything first.
+# ruff + mypy + pytest, without installing anything first. The suite runs on one pytest-xdist
+# worker per core (one torch thread each); tests sharing an expensive module fixture stay on one
+# worker (`xdist_group`).
 check:
 	$(PYTHON) -m ruff check fedgame tests bench analysis
 	$(PYTHON) -m mypy
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n auto --dist loadgroup
 
 bench:
 	$(PYTHON) bench/round_speed.py

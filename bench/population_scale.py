@@ -40,6 +40,7 @@ def measure(n: int, rounds: int, warmup: int, threads: int, device: str) -> dict
 
     import numpy as np
     import torch
+    import yaml
 
     from fedgame.learning.batched import clip_scale
     from fedgame.model import FedGameModel
@@ -47,8 +48,10 @@ def measure(n: int, rounds: int, warmup: int, threads: int, device: str) -> dict
     warnings.simplefilter("ignore")
     torch.set_num_threads(threads)
     started = time.perf_counter()
+    scenario = yaml.safe_load(SCENARIO.read_text())
+    scenario["data"]["dataset"]["fallback"] = None  # Fashion-MNIST itself, never the digits
     model = FedGameModel(
-        str(SCENARIO),
+        scenario,
         **{
             "population__clients": n,
             "rounds": warmup + rounds,
@@ -123,8 +126,11 @@ def main() -> None:
         cmd = [sys.executable, __file__, "--one", str(int(size)), "--rounds", str(args.rounds)]
         cmd += ["--warmup", str(args.warmup), "--threads", str(args.threads)]
         cmd += ["--device", args.device]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        r = json.loads(out.strip().splitlines()[-1])
+        child = subprocess.run(cmd, capture_output=True, text=True)
+        if child.returncode != 0:  # e.g. Fashion-MNIST not installed: say why, in one line
+            lines = child.stderr.strip().splitlines() or [f"exit {child.returncode}"]
+            sys.exit(f"population_scale: N = {int(size)} failed: {lines[-1]}")
+        r = json.loads(child.stdout.strip().splitlines()[-1])
         print(
             f"{r['n']:>9}{r['setup_s']:>9.1f}{r['a']:>13.4f}{r['b']:>13.4f}"
             f"{r['a'] / r['b']:>9.2f}{r['peak_gb']:>9.2f}  {r['device']}, {r['clients_table']}"

@@ -47,7 +47,7 @@ def import_seconds(env: dict[str, str]) -> float:
 def one_run(out: Path, env: dict[str, str], rounds: int) -> dict[str, float]:
     """One ``fedgame run`` of the workload: wall, median round, set-up."""
     cmd = [sys.executable, "-m", "fedgame", "run", str(SCENARIO), "--out", str(out), "--quiet"]
-    cmd += ["--set", f"rounds={rounds}"]
+    cmd += ["--set", f"rounds={rounds}", "--set", "data.dataset.fallback=null"]  # the real data
     wall = timed(cmd, env)
     run_dir = max((out / "flower_style").iterdir(), key=lambda p: p.stat().st_mtime)
     manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -28,6 +28,16 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fedgame"))
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# Under pytest-xdist (`make check` runs one worker per core) each worker computes with one
+# torch/BLAS thread, so the workers do not oversubscribe the cores; the subprocesses tests start
+# inherit the same limits through the environment.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[_var] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+
 REPO = Path(__file__).resolve().parents[1]
 
 TINY: dict[str, Any] = {

@@ -14,10 +14,16 @@ stops at the first violation of
 then composes the node graph, rejects a key repeated within one mapping (naming its dotted
 path and both lines) and constructs the data with the safe constructor. Every problem is a
 ``ScenarioError`` on key ``""`` (the file) or on the repeated key.
+
+The limits are fedgame's, whatever the parser does: libyaml (PyYAML >= 6.0.3) refuses nesting
+past its own depth of 1000 while scanning ahead, before an event reaches this reader; such a
+refusal, or any parser error raised where the text is already nested deeper than
+:data:`MAX_DEPTH`, is reported as fedgame's nesting limit, not as a syntax error.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from typing import Any
 
@@ -72,6 +78,12 @@ def load_yaml(text: str) -> Any:
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
+        if _refused_for_depth(text, exc):
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise ScenarioError(
+                "", ..., f"refused{where}: nesting deeper than {MAX_DEPTH} levels"
+            ) from None
         raise ScenarioError("", ..., f"YAML syntax error{_where(exc)}: {_problem(exc)}") from None
 
 
@@ -144,6 +156,32 @@ def check_duplicate_keys(root: yaml.Node, loader: Any) -> None:
                 )
             lines[key] = line
             todo.append((value_node, dotted))
+
+
+def _refused_for_depth(text: str, exc: yaml.YAMLError) -> bool:
+    """Whether a parser error is a nesting refusal: the parser says so, or the flow brackets
+    open before the error's position already nest deeper than :data:`MAX_DEPTH`."""
+    if re.search(r"nesting|depth", _problem(exc), re.IGNORECASE):
+        return True
+    mark = getattr(exc, "problem_mark", None)
+    return mark is not None and _flow_depth(text[: mark.index + 1]) > MAX_DEPTH
+
+
+def _flow_depth(text: str) -> int:
+    """Deepest nesting of ``[``/``{`` outside quotes and comments (a lexical upper estimate)."""
+    depth = deepest = 0
+    for token in _FLOW_TOKENS.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif bracket in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+#: quoted scalars and comments (skipped) or a single flow bracket
+_FLOW_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"\\]|\\.)*\"|#[^\n]*|[\[\]{}]")
 
 
 def _limit(event: yaml.Event, what: str) -> ScenarioError:

@@ -1,4 +1,8 @@
-"""Every analysis script: instant --help, a --quick smoke run, clear errors, stable output."""
+"""Every analysis script: instant --help, a --quick smoke run, clear errors, stable output.
+
+The module runs on one pytest-xdist worker (group ``analysis_scripts``): its tests share one
+``--quick`` run of every script (the module fixture ``quick``), which no worker should repeat.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,15 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from scripts_helpers import ANALYSIS, REPO, SCRIPTS, WITH_DATASET, load, parse_command, run
+
+from fedgame.errors import ScenarioError
+
+pytestmark = pytest.mark.xdist_group("analysis_scripts")
 
 QUICK = [s for s in SCRIPTS if s != "reproduce"]
 VERDICTS = {"yes", "partly", "no", "inconclusive"}
@@ -344,7 +353,34 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_every_dpfl_bcs_ablation_row_validates_at_full_size():
+def _fashion_mnist_folder(tmp_path: Path) -> Path:
+    """Debian's Fashion-MNIST when installed, else a folder of IDX files of its exact shapes
+    (60,000 + 10,000 blank 28 x 28 images): validation reads the shapes, not the pixels."""
+    from fedgame.data.idx import FashionMnist
+
+    try:
+        return FashionMnist(FashionMnist.Config()).folder()
+    except ScenarioError:
+        pass
+    import gzip
+    import struct
+
+    import numpy as np
+
+    for name, count, dims in (
+        ("train-images-idx3-ubyte", 60_000, (28, 28)),
+        ("train-labels-idx1-ubyte", 60_000, ()),
+        ("t10k-images-idx3-ubyte", 10_000, (28, 28)),
+        ("t10k-labels-idx1-ubyte", 10_000, ()),
+    ):
+        shape = (count, *dims)
+        header = bytes([0, 0, 0x08, len(shape)]) + struct.pack(f">{len(shape)}I", *shape)
+        body = np.arange(count, dtype=np.uint8) % 10 if not dims else np.zeros(shape, np.uint8)
+        (tmp_path / f"{name}.gz").write_bytes(gzip.compress(header + body.tobytes(), 1))
+    return tmp_path
+
+
+def test_every_dpfl_bcs_ablation_row_validates_at_full_size(tmp_path):
     """Each row's scenarios (the real setting, not --quick) pass validation, e.g. LeNet-5 on
     28 x 28 images and the server momentum of row close_t200_lenet."""
     import yaml
@@ -352,7 +388,8 @@ def test_every_dpfl_bcs_ablation_row_validates_at_full_size():
     from fedgame.scenario.load import validate
 
     script, shared = load("dpfl_bcs_ablation"), load("_shared")
-    args = shared.resolve(script.build_parser().parse_args([]), script.DEFAULTS)
+    argv = ["--data-path", str(_fashion_mnist_folder(tmp_path))]
+    args = shared.resolve(script.build_parser().parse_args(argv), script.DEFAULTS)
     base = yaml.safe_load((REPO / "scenarios" / "dpfl_bcs.yaml").read_text())
     for row in script.ROWS:
         jobs = script.jobs_of(row, args, base)

@@ -80,6 +80,59 @@ def test_nesting_is_limited(opener):
     assert f"nesting deeper than {MAX_DEPTH}" in _refused(nested(100_000))
 
 
+_PARSERS = {"c": getattr(yaml, "CSafeLoader", yaml.SafeLoader), "python": yaml.SafeLoader}
+
+
+@pytest.mark.parametrize("parser", sorted(_PARSERS))
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: " + "[" * 5000 + "]" * 5000,
+        "a: " + "{b: " * 5000 + "1" + "}" * 5000,
+        "a: " + "[" * 2000,  # never closed: a syntax error deep inside the limit's excess
+        "- " * 2000 + "x",
+    ],
+    ids=["flow_lists", "flow_maps", "unclosed", "block_lists"],
+)
+def test_deep_nesting_gets_fedgames_message_from_any_parser(monkeypatch, parser, text):
+    """libyaml refuses nesting past 1000 levels before fedgame sees an event; the user still
+    gets fedgame's limit, never the library's wording or a syntax error."""
+    import fedgame.scenario.safe_yaml as safe_yaml
+
+    monkeypatch.setattr(safe_yaml, "_Loader", type("Loader", (_PARSERS[parser],), {}))
+    message = _refused(text)
+    assert f"nesting deeper than {MAX_DEPTH} levels" in message
+    assert "syntax" not in message
+
+
+@pytest.mark.parametrize(
+    "problem", ["exceeded maximum nesting depth", "too deep: depth limit 1000", "unexpected end"]
+)
+def test_a_parser_refusal_of_depth_is_fedgames_limit_whatever_its_wording(monkeypatch, problem):
+    import fedgame.scenario.safe_yaml as safe_yaml
+
+    def refusing_parse(text, Loader):
+        mark = yaml.Mark("<text>", len(text) - 1, 0, len(text) - 1, text, len(text) - 1)
+        raise yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
+
+    monkeypatch.setattr(safe_yaml.yaml, "parse", refusing_parse)
+    deep = _refused("a: " + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    shallow = _refused("a: [[1]]")
+    assert f"nesting deeper than {MAX_DEPTH}" in deep
+    if "depth" in problem:
+        assert f"nesting deeper than {MAX_DEPTH}" in shallow
+    else:  # an ordinary syntax error in a shallow document stays a syntax error
+        assert "YAML syntax error" in shallow and problem in shallow
+
+
+def test_brackets_in_quotes_and_comments_do_not_count_as_nesting(monkeypatch):
+    import fedgame.scenario.safe_yaml as safe_yaml
+
+    quoted = "a: '" + "[" * 100 + "'\nb: \"" + "{" * 100 + '" # ' + "[" * 100 + "\nc: [1"
+    assert safe_yaml._flow_depth(quoted) == 1
+    assert "YAML syntax error" in _refused(quoted)
+
+
 def test_an_alias_inside_its_own_collection_is_refused():
     assert "inside the collection it names" in _refused("a: &a [1, *a]\n")
 
