@@ -24,8 +24,9 @@ install-dev:
 	$(PYTHON) -m pip check
 
 # Refresh the lock: a clean venv, the newest versions the ranges in pyproject.toml allow (torch
-# pinned to the CPU wheel on disk), frozen. torch's local label (+cpu) is dropped so that the
-# pin also matches other builds of the same release.
+# pinned to the CPU wheel on disk), frozen with setuptools and wheel (torch requires a recent
+# setuptools at run time; pip itself is left out). torch's local label (+cpu) is dropped so that
+# the pin also matches other builds of the same release.
 lock:
 	rm -rf .lock-venv
 	$(PYTHON) -m venv .lock-venv
@@ -33,7 +34,8 @@ lock:
 	.lock-venv/bin/python -m pip install -q -e ".[$(TEST_EXTRAS)]"
 	{ echo "# What make test and .ci/run install: pip freeze of a clean resolve (make lock)."; \
 	  echo "# Python $$(.lock-venv/bin/python -c 'import platform; print(platform.python_version(), platform.machine())'), $$(date -u +%Y-%m-%d)."; \
-	  .lock-venv/bin/python -m pip freeze --exclude-editable | sed -E 's/^([A-Za-z0-9_.-]+==[^+]+)\+.*/\1/'; \
+	  .lock-venv/bin/python -m pip freeze --all --exclude-editable | grep -v '^pip==' \
+	    | sed -E 's/^([A-Za-z0-9_.-]+==[^+]+)\+.*/\1/'; \
 	} > $(LOCK)
 	rm -rf .lock-venv
 
