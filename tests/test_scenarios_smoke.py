@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from golden import tables as golden
 
 from fedgame.run.single import simulate
 from fedgame.scenario.load import load_scenario
@@ -24,9 +25,20 @@ def test_there_are_scenarios():
     assert any(p.stem == "quickstart" for p in SCENARIOS)
 
 
+def _same_data_everywhere(path: Path, folder: Path) -> list[str]:
+    """Fashion-MNIST scenarios read an empty folder, so they run on their digits fallback on
+    every machine (CI installs Fashion-MNIST, a fresh machine may not): the golden digests
+    then hold everywhere."""
+    text = path.read_text()
+    return [f"data.dataset.path={folder}"] if "kind: fashion_mnist" in text else []
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_scenario_runs_three_rounds_reproducibly(path, tmp_path):
     settings = ["rounds=3", "training.device=cpu", *SMOKE_SETTINGS.get(path.stem, [])]
+    empty = tmp_path / "no-data"
+    empty.mkdir()
+    settings += _same_data_everywhere(path, empty)
     scenario = load_scenario(path, settings)
     result = simulate(scenario, out_dir=tmp_path)
     assert result.manifest["status"] == "completed"
@@ -39,3 +51,16 @@ def test_scenario_runs_three_rounds_reproducibly(path, tmp_path):
         result.rounds.drop(columns=timing), again.rounds.drop(columns=timing)
     )
     pd.testing.assert_frame_equal(result.clients, again.clients)
+    digests = {"rounds": golden.digest(result.rounds), "clients": golden.digest(result.clients)}
+    if golden.updating():
+        golden.record(path.stem, digests)
+        return
+    want = golden.load().get(path.stem)
+    assert want is not None, f"no golden digests for {path.stem}: FEDGAME_UPDATE_GOLDEN=1"
+    moved = [
+        f"{table}.{line}"
+        for table in ("rounds", "clients")
+        for line in golden.differences(want[table], digests[table])
+    ]
+    assert not moved, f"{path.stem} results moved: " + "; ".join(moved[:8])
+
