@@ -332,9 +332,23 @@ class FedGameModel(mesa.Model):
         candidates = self.table.views(np.flatnonzero(self.table.participating))
         selection = self.server.select(candidates, self.state.info)
         ids = np.asarray(selection.client_ids, dtype=np.int64)
+        self._check_candidates(ids)
         self.table.touch(ids)
         self.table.selected[ids] = True
         self.state.selection, self.state.selected = selection, ids
+
+    def _check_candidates(self, ids: np.ndarray) -> None:
+        """A selection names only this round's candidates (O(K): the willing mask)."""
+        n = len(self.table)
+        inside = (ids >= 0) & (ids < n)
+        ok = inside.copy()
+        ok[inside] = self.table.participating[ids[inside]]
+        if not ok.all():
+            rule = type(self.server.selection_rule).__name__
+            raise RuntimeError(
+                f"selection rule {rule} chose clients that were not candidates in round "
+                f"{self.state.info.round}: {ids[~ok][:10].tolist()}"
+            )
 
     def phase_train(self) -> None:
         """5. Batched local training of every selected client (under the privacy plan)."""

@@ -19,7 +19,7 @@ import difflib
 import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -56,6 +56,20 @@ class ChecksScenario(Protocol):
 
     @staticmethod
     def check_scenario(config: Any, scenario: Any, *, key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small valid configuration of a plug-in and the scenario sections it needs.
+
+    A plug-in class may declare ``example = Example({...}, needs={...})``; without one its
+    defaults are its example. Contract tests draw every registered plug-in's example from
+    :func:`example`, so a new plug-in is covered with no test edit.
+    """
+
+    config: Mapping[str, Any] = field(default_factory=dict)
+    #: scenario sections the configuration needs (e.g. ``{"aggregation": {"kind": "mean"}}``)
+    needs: Mapping[str, Any] = field(default_factory=dict)
 
 
 class EmptyConfig(BaseModel):
@@ -186,6 +200,12 @@ def create(family: str, kind: str, config: BaseModel | Mapping[str, Any] | None 
     else:
         cfg = config
     return found.cls(cfg)
+
+
+def example(family: str, name: str) -> Example:
+    """The plug-in's declared ``example`` (its defaults when it declares none)."""
+    declared = getattr(entry(family, name).cls, "example", None)
+    return declared if isinstance(declared, Example) else Example()
 
 
 def catalogue() -> dict[str, list[Entry]]:

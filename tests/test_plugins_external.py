@@ -162,8 +162,7 @@ def test_python_api_refuses_a_missing_plugin_module(tiny):
         validate({**tiny, "plugins": ["surely_missing_fedgame_plugin"]})
 
 
-def test_entries_registered_here_say_where_they_come_from(monkeypatch):
-    monkeypatch.setitem(registry._REGISTRY, "selection", dict(registry._REGISTRY["selection"]))
+def test_entries_registered_here_say_where_they_come_from(scratch_registry):
     with registry.registering_from("scenario module probe"):
 
         @registry.register("selection", "_origin_probe")

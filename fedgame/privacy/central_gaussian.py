@@ -15,7 +15,7 @@ from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
 from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext, column_of, ids_of
 
@@ -55,6 +55,9 @@ class CentralGaussian:
 
     placement = "central"
     noise = "gaussian"
+    #: the server's noise on the aggregate: a level chosen per client is not followed
+    follows: frozenset[str] = frozenset()
+    example = Example({"noise_multiplier": 0.3})
     round_columns = ("central_noise_std",)
 
     class Config(BaseModel):

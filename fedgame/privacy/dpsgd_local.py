@@ -20,7 +20,7 @@ from fedgame.privacy.local_common import (
     participations_field,
     training_from,
 )
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientValues, ClientView, Response, RoundInfo, SetupContext
 
@@ -104,6 +104,9 @@ class LocalDpSgd(PerClientCharges):
 
     placement = "local"
     noise = "subsampled_gaussian"
+    #: the noise is sized for the client's planned releases; a chosen level is not followed
+    follows: frozenset[str] = frozenset()
+    example = Example({"calibration": "paper"})
     client_columns = ("epsilon_closed_form",)
 
     class Config(BaseModel):

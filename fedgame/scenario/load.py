@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from fedgame import registry
 from fedgame.agents.population import ExplicitList
 from fedgame.errors import ScenarioError
+from fedgame.privacy.levels import check_coupling
 from fedgame.scenario import behaviours
 from fedgame.scenario.raw import check_finite, check_no_bool_numbers, check_raw
 from fedgame.scenario.safe_yaml import MAX_DEPTH, MAX_DOCUMENT_BYTES, decode, load_yaml
@@ -229,6 +230,7 @@ def check_cross_fields(scenario: Scenario) -> None:
         cls = registry.entry(family, scenario.component(path).kind).cls
         if issubclass(cls, registry.ChecksScenario):
             cls.check_scenario(scenario.config(path), scenario, key=path)
+    check_coupling(scenario)
 
 
 def _check_range(

@@ -39,9 +39,8 @@ def test_unknown_name_lists_the_valid_ones():
         assert name in str(info.value)
 
 
-def test_double_registration_refused(monkeypatch):
-    # work on a copy of the family so the probe does not leak into other tests
-    monkeypatch.setitem(registry._REGISTRY, "selection", dict(registry._REGISTRY["selection"]))
+def test_double_registration_refused(scratch_registry):
+    # works on copies of the families, so the probe does not leak into other tests
 
     @registry.register("selection", "_contract_probe")
     class Probe:

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat
 from fedgame.errors import ScenarioError
 from fedgame.game import bcs
 from fedgame.privacy.calibrate import dpfl_bcs_gaussian_sigma, laplace_scale
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientValues, ClientView, RoundInfo, Selection, SetupContext
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,8 @@ def systematic_schedule(counts: np.ndarray, *, rounds: int, rng: np.random.Gener
 @register("selection", "bcs")
 class BcsSelection:
     """DPFL-BCS: two-stage biased selection of K clients per round (Ma et al., paper 000)."""
+
+    example = Example({"k": 3, "t0": 0})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
