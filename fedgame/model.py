@@ -132,21 +132,22 @@ class FedGameModel(mesa.Model):
         self.world: World = build_world(resolved, plan=plan)
         self.learner = self.world.learner
         comps = self.world.components
-        self.privacy = comps["privacy"]
-        self.faults = comps["network.faults"]
+        self.privacy = comps.privacy
+        self.faults = comps.faults
         self.server = ServerAgent(
             self,
-            incentive=comps["incentive"],
-            selection=comps["selection"],
-            aggregation=comps["aggregation"],
+            incentive=comps.incentive,
+            selection=comps.selection,
+            aggregation=comps.aggregation,
         )
         self.monitor = RoundMonitor(
             resolved.game,
-            contest=isinstance(comps["incentive"], OffersContest),
+            contest=isinstance(comps.incentive, OffersContest),
             clip=_clip_of(resolved.config("privacy")),
-            incentive=comps["incentive"],
+            incentive=comps.incentive,
         )
-        reporting = [c for c in comps.values() if isinstance(c, ReportsRounds | ReportsClients)]
+        plugins = [c for _, c in comps.by_path()]
+        reporting = [c for c in plugins if isinstance(c, ReportsRounds | ReportsClients)]
         reporting.append(self.monitor)
         self.previous: RoundRecord | None = None  # what everyone saw of the last round
         round_extra, client_extra = declared_columns(reporting)
@@ -174,7 +175,7 @@ class FedGameModel(mesa.Model):
             )
             for c in reporting
         ]
-        self._observers = [c for c in comps.values() if isinstance(c, ObservesFaults)]
+        self._observers = [c for c in plugins if isinstance(c, ObservesFaults)]
         self._finaliser = self.privacy if isinstance(self.privacy, FinalisesAggregate) else None
         self._release_recorder = self.privacy if isinstance(self.privacy, RecordsReleases) else None
         self.datacollector = ClientTableCollector(
@@ -223,15 +224,21 @@ class FedGameModel(mesa.Model):
 
     def _prepare_components(self) -> None:
         """Call each plug-in's ``prepare`` once (its declared capability), own random stream."""
+        comps = self.world.components
         ctx = SetupContext(
             num_clients=len(self.clients),
             rounds=self.scenario.rounds,
             clients=self.table.views(),
             graph=self.world.graph,
-            components={**self.world.components, "learner": self.learner},
             planned_participations=self.world.planned_participations,
+            incentive=comps.incentive,
+            selection=comps.selection,
+            privacy=comps.privacy,
+            aggregation=comps.aggregation,
+            faults=comps.faults,
+            learner=self.learner,
         )
-        for path, comp in self.world.components.items():
+        for path, comp in comps.by_path():
             if isinstance(comp, Preparable):
                 comp.prepare(ctx, rng=self.plan.rng("prepare", path))
 

@@ -42,6 +42,40 @@ FAMILIES = (
 
 T = TypeVar("T")
 
+#: what every plug-in of a family must have: the members of the family's Protocol
+#: (``fedgame.mechanisms.base``, ``fedgame.privacy.base``, ...; a test keeps them equal).
+#: ``register`` refuses a class that lacks one, naming it.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "dataset": ("load",),
+    "partition": ("split",),
+    "model": ("build",),
+    "incentive": ("offer", "settle"),
+    "policy": ("chooses", "respond"),
+    "selection": ("expected_fraction", "select"),
+    "privacy": (
+        "epsilon_per_round",
+        "follows",
+        "next_charges",
+        "noise",
+        "placement",
+        "plan",
+        "privatise",
+    ),
+    "accountant": (
+        "calibrate",
+        "charge",
+        "composed_epsilon",
+        "describes",
+        "epsilon",
+        "epsilon_if",
+        "name",
+        "start",
+    ),
+    "aggregation": ("aggregate",),
+    "topology": ("build",),
+    "faults": ("draw",),
+}
+
 #: origin of the plug-ins that ship with fedgame
 BUILT_IN = "built-in"
 
@@ -125,6 +159,12 @@ def register(family: str, name: str) -> Callable[[type[T]], type[T]]:
         raise ValueError(f"unknown plug-in family {family!r}; families: {', '.join(FAMILIES)}")
 
     def decorate(cls: type[T]) -> type[T]:
+        missing = [m for m in REQUIRED[family] if getattr(cls, m, None) is None]
+        if missing:
+            raise TypeError(
+                f"{family} plug-in {name!r} ({cls.__module__}.{cls.__qualname__}) lacks "
+                f"{', '.join(missing)}: a {family} plug-in has {', '.join(REQUIRED[family])}"
+            )
         existing = _REGISTRY[family].get(name)
         if existing is not None and existing.cls is not cls:
             raise ValueError(f"{family} plug-in {name!r} registered twice")

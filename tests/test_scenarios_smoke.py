@@ -63,4 +63,3 @@ def test_scenario_runs_three_rounds_reproducibly(path, tmp_path):
         for line in golden.differences(want[table], digests[table])
     ]
     assert not moved, f"{path.stem} results moved: " + "; ".join(moved[:8])
-

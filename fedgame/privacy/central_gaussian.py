@@ -122,7 +122,7 @@ class CentralGaussian:
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
-        aggregator = ctx.components.get("aggregation")
+        aggregator = ctx.aggregation
         self.weights_of = (
             aggregator.weights if isinstance(aggregator, WeightedSumAggregator) else None
         )

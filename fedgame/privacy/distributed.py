@@ -174,7 +174,7 @@ class PerRoundGaussian:
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         self.graph = ctx.graph
-        self.faults = ctx.components.get("network.faults")
+        self.faults = ctx.faults
         self.colluder = np.array([c.colluder for c in ctx.clients], dtype=bool)
 
     def epsilon_per_round(

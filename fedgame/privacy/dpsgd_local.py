@@ -157,7 +157,7 @@ class LocalDpSgd(PerClientCharges):
         del rng
         self.training = training_from(ctx)
         self._closed = {c.client_id: 0.0 for c in ctx.clients}
-        self.participation.bind(ctx.components.get("selection"))
+        self.participation.bind(ctx.selection)
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int

@@ -195,7 +195,7 @@ class LocalGaussian(ReleaseSensitivity, PerClientCharges):
         self.training = training_from(ctx) if self.config.level == "sample" else None
         self.tally.reset([c.client_id for c in ctx.clients])
         self.deltas = {c.client_id: c.delta for c in ctx.clients}
-        self.participation.bind(ctx.components.get("selection"))
+        self.participation.bind(ctx.selection)
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int

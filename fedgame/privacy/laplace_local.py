@@ -114,7 +114,7 @@ class LocalLaplace(ReleaseSensitivity, PerClientCharges):
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
         self.training = training_from(ctx) if self.config.level == "sample" else None
-        self.participation.bind(ctx.components.get("selection"))
+        self.participation.bind(ctx.selection)
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int

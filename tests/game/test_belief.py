@@ -242,7 +242,7 @@ def test_the_leader_decides_without_the_true_nu():
     with pytest.raises(AttributeError):
         _ = hidden.clients[0].privacy_value
     assert hidden.clients[0].dataset_size == views[0].dataset_size
-    incentive = model.world.components["incentive"]
+    incentive = model.world.components.incentive
     knows = registry.create("incentive", "qi_dpfl", {"lam": 0.01})
     first, first_known = (leader.offer(market, info=market.info) for leader in (incentive, knows))
     model.table.privacy_value[:] = np.linspace(0.2, 5.0, 10)  # another world, same belief
@@ -277,7 +277,7 @@ def _explorer(kappa: float | None) -> tuple[Any, Any]:
         scenario["incentive"]["belief"] = {"prior": prior, "explore": kappa}
     model = FedGameModel(scenario)
     model.run_model()
-    beliefs = model.world.components["incentive"].beliefs
+    beliefs = model.world.components.incentive.beliefs
     rounds = model.datacollector.get_model_vars_dataframe().iloc[1:]
     return rounds, None if beliefs is None else beliefs.belief
 

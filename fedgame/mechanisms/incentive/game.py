@@ -202,10 +202,9 @@ class GameIncentive:
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         self.rounds = ctx.rounds
-        learner = ctx.components.get("learner")
-        if self.config.dim is None and learner is not None:
-            self.dim = int(learner.num_params)
-        selection = ctx.components.get("selection")
+        if self.config.dim is None and ctx.learner is not None:
+            self.dim = int(ctx.learner.num_params)
+        selection = ctx.selection
         self.selection = selection if isinstance(selection, EligibleSet) else None
         self.rng = rng
         if self.beliefs is not None:

@@ -15,7 +15,7 @@ since T_n <= R a client's copies fall in distinct rounds, every round gets exact
 realised counts equal T_n exactly, and the rounds are shuffled. A scheduled client that is
 not a candidate (declined, unreachable) is skipped and counted in ``bcs_missing``.
 
-Hooks for the privacy mechanism (read each round via ``ctx.components["selection"]``):
+Hooks for the privacy mechanism (read each round via ``ctx.selection``):
 ``planned_participations(cid)`` = T_n of the current stage, ``budget_fraction(cid)`` = share
 of (eps_total, delta) those releases split (1 in stage 1), ``loss_bound(round)`` = Theta in
 stage-1 rounds when losses are reported (sensitivity 2 eta (B + Theta)/D_n), else 0.
