@@ -274,7 +274,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Each family's plug-ins: name, origin (built-in, entry point, scenario module), summary."""
-    from fedgame import plugin_help, registry
+    import fedgame.registry as registry
+    from fedgame import plugin_help
 
     if args.scenario:
         from fedgame.scenario.load import load_scenario
@@ -297,7 +298,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Print one plug-in's description and parameters."""
-    from fedgame import plugin_help, registry
+    import fedgame.registry as registry
+    from fedgame import plugin_help
 
     cat = registry.catalogue()
     plugin_help.check_choice("FAMILY", args.family, list(cat), "allowed plug-in families")

@@ -1,7 +1,8 @@
 """Where plug-ins come from: fedgame's own modules, installed entry points, a scenario's modules.
 
-* **Built-in**: the modules imported below; their ``@register`` decorators run on import.
-  Adding a mechanism to fedgame: write its file, then add one import line here.
+* **Built-in**: the family packages imported below, each of which imports its own plug-in
+  modules (their ``@register`` decorators run on import). Adding a mechanism to fedgame: write
+  its file, then add one import line to its family package's ``__init__.py``.
 * **Entry points**: an installed package declares, in its ``pyproject.toml``,
   ``[project.entry-points."fedgame.plugins"] my_name = "my_package.plugins"``. The module named
   is imported when the registry is first used, in every process that uses it (local sweep
@@ -35,46 +36,17 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
 
-import fedgame.data.datasets
-import fedgame.data.idx
-import fedgame.data.mnist1d
-import fedgame.data.partition
-import fedgame.data.sampled
-import fedgame.data.synthetic
-import fedgame.learning.models
-import fedgame.mechanisms.aggregation.robust
-import fedgame.mechanisms.aggregation.secure
-import fedgame.mechanisms.aggregation.weighted
-import fedgame.mechanisms.aggregation.weighted_eps
-import fedgame.mechanisms.faults.correlated
-import fedgame.mechanisms.faults.deadline
-import fedgame.mechanisms.faults.independent
-import fedgame.mechanisms.incentive.none
-import fedgame.mechanisms.incentive.qi_dpfl
-import fedgame.mechanisms.incentive.stackelberg
-import fedgame.mechanisms.policy.always
-import fedgame.mechanisms.policy.game
-import fedgame.mechanisms.policy.learning
-import fedgame.mechanisms.selection.all
-import fedgame.mechanisms.selection.bcs
-import fedgame.mechanisms.selection.emd_threshold
-import fedgame.mechanisms.selection.optimal_queries
-import fedgame.mechanisms.selection.power_of_choice
-import fedgame.mechanisms.selection.presampled
-import fedgame.mechanisms.selection.round_robin
-import fedgame.mechanisms.selection.uniform
-import fedgame.network.topology
-import fedgame.privacy.accountants
-import fedgame.privacy.baselines
-import fedgame.privacy.central_gaussian
-import fedgame.privacy.dpsgd_local
-import fedgame.privacy.gaussian
-import fedgame.privacy.gaussian_local
-import fedgame.privacy.laplace_local
-import fedgame.privacy.lightdp
-import fedgame.privacy.none
-import fedgame.privacy.zcdp_gaussian
-from fedgame import registry
+# each family package imports its own plug-ins
+import fedgame.data
+import fedgame.learning
+import fedgame.mechanisms.aggregation
+import fedgame.mechanisms.faults
+import fedgame.mechanisms.incentive
+import fedgame.mechanisms.policy
+import fedgame.mechanisms.selection
+import fedgame.network
+import fedgame.privacy
+import fedgame.registry as registry
 from fedgame.errors import ScenarioError
 
 #: the entry-point group fedgame loads plug-ins from
@@ -112,6 +84,12 @@ class PluginImportError(ScenarioError):
 
 def _reason(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def load_all() -> None:
+    """What ``registry.ensure_loaded`` runs: the built-in families are imported with this
+    module; then every installed entry point."""
+    load_entry_points()
 
 
 def load_entry_points() -> None:

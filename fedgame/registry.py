@@ -16,7 +16,6 @@ ones, on first use of the registry) and from the modules a scenario lists under 
 from __future__ import annotations
 
 import difflib
-import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -176,15 +175,26 @@ def register(family: str, name: str) -> Callable[[type[T]], type[T]]:
     return decorate
 
 
+#: what loads the built-in and entry-point plug-ins on first use (``set_loader``): the
+#: registry itself imports no plug-in, so it is a leaf that every plug-in module can import
+_loader: Callable[[], None] | None = None
+
+
+def set_loader(load: Callable[[], None]) -> None:
+    """Install the function ``ensure_loaded`` runs once (the ``fedgame`` package installs
+    ``fedgame.plugins.load_all``, which imports every family package and the entry points)."""
+    global _loader
+    _loader = load
+
+
 def ensure_loaded() -> None:
-    """Import the built-in plug-ins, then the entry points (again after a failure)."""
+    """Run the loader once: built-in plug-ins, then entry points (again after a failure)."""
     global _LOADED
-    if _LOADED:
+    if _LOADED or _loader is None:
         return
     _LOADED = True
     try:
-        plugins = importlib.import_module("fedgame.plugins")
-        plugins.load_entry_points()
+        _loader()
     except BaseException:
         _LOADED = False
         raise

@@ -16,6 +16,7 @@ import yaml
 
 from fedgame import registry
 from fedgame.errors import ScenarioError
+from fedgame.mechanisms.selection.all import AllSelection
 from fedgame.scenario.load import validate
 
 #: a selection rule: the ``k`` lowest client ids among the candidates
@@ -166,7 +167,7 @@ def test_entries_registered_here_say_where_they_come_from(scratch_registry):
     with registry.registering_from("scenario module probe"):
 
         @registry.register("selection", "_origin_probe")
-        class Probe:
+        class Probe(AllSelection):
             """Probe."""
 
     assert registry.entry("selection", "_origin_probe").origin == "scenario module probe"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.privacy.accountants import check_describes, make_accountant

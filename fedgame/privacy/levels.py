@@ -66,7 +66,7 @@ def check_coupling(scenario: Any) -> None:
     Every behaviour of the population (or the one ``policy``) declares the level it chooses;
     the mechanism declares the levels it follows. One line names both keys and what works.
     """
-    from fedgame import registry
+    import fedgame.registry as registry
 
     privacy_kind = scenario.component("privacy").kind
     follows = _follows(privacy_kind)
@@ -98,7 +98,7 @@ def _policy_keys(scenario: Any) -> list[tuple[str, str]]:
 
 def _follows(name: str) -> frozenset[str]:
     """The levels privacy mechanism ``name`` declares its noise follows."""
-    from fedgame import registry
+    import fedgame.registry as registry
 
     cls: Any = registry.entry("privacy", name).cls
     return frozenset(cls.follows)
@@ -106,7 +106,7 @@ def _follows(name: str) -> frozenset[str]:
 
 def _chooses(name: str) -> str:
     """The level policy ``name`` declares it chooses."""
-    from fedgame import registry
+    import fedgame.registry as registry
 
     cls: Any = registry.entry("policy", name).cls
     return str(cls.chooses)

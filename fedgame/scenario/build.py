@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 import torch
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.components import Components
 from fedgame.data.datasets import Dataset
 from fedgame.data.quality import emd_to_population, label_counts

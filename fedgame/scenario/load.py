@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.agents.population import ExplicitList
 from fedgame.errors import ScenarioError
 from fedgame.privacy.levels import check_coupling

@@ -73,7 +73,7 @@ def preflight(
 
 def check_partition(scenario: Scenario, footprint: Footprint) -> None:
     """Every client gets the partition's ``min_size`` samples (when the sizes are exact)."""
-    from fedgame import registry
+    import fedgame.registry as registry
     from fedgame.data.partition import ChecksCapacity, DeclaresMinSize, check_capacity
 
     data = footprint.data
