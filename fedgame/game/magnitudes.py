@@ -9,10 +9,10 @@ one stops in round 1 with a message about internal variables.
 
 :func:`check_game_magnitudes` computes those quantities with the same functions the run uses
 (:mod:`fedgame.game.stackelberg`), on probe markets at the edges of what the run can meet:
-N ∈ {2, population.clients} players, ν at both ends of the population's privacy values
-(a log-normal's ±8σ when unbounded) and at the centre of the leader's prior when it has a
-belief, |D_i| ∈ {1, 10⁶} samples, d ∈ {1, 10⁸} parameters (or ``dim``), rounds 1 and T. Every
-quantity must be a finite positive number of normal size (at least 1e−300, at most 1e300).
+N ∈ {2, population.clients} players; ν at both ends of the population's privacy values
+(a log-normal's ±8σ when unbounded), at the centre of the leader's prior when it has a
+belief and at the optimistic values ν·exp(−κ·sd) an exploring leader admits by; |D_i| ∈
+{1, 10⁶} samples; d ∈ {1, 10⁸} parameters (or ``dim``); rounds 1 and T. Every quantity must be a finite positive number of normal size (at least 1e−300, at most 1e300).
 A failure names the knob whose default value makes it pass (else ``population.privacy_value``),
 with the quantity, its value and the market it was computed on.
 """
@@ -101,6 +101,8 @@ def _nu_edges(config: Any, scenario: Any) -> list[float]:
     belief = getattr(config, "belief", None)
     if belief is not None:
         edges.append(math.exp(belief.prior.log_moments()[0]))
+        if belief.explore > 0:  # the optimistic values it admits by, from its lowest estimate
+            edges.append(min(edges) * belief.optimism_floor())
     return sorted(set(edges))
 
 
@@ -141,14 +143,10 @@ def _check_market(config: Any, n: int, nu: float, size: float, dim: int, rounds:
     market = f"{n} players with nu = {nu:.4g}, |D_i| = {size:g}, d = {dim}, {rounds} rounds"
     nus, sizes = np.full(n, nu), np.full(n, size)
     f = np.float64  # overflow to inf, not an exception
-    phi, total, lam_t = f(config.phi), f(n) * f(nu), f(config.lam) * f(rounds)
     with np.errstate(all="ignore"):
+        phi, total, lam_t = f(config.phi), f(n) * f(nu), f(config.lam) * f(rounds)
         _ok("phi*nu (a player's cost per unit budget)", float(phi * f(nu)), market)
         _ok("phi*(sum of nu)^2", float(phi * total * total), market)
-        belief = getattr(config, "belief", None)
-        if belief is not None and belief.explore > 0:
-            optimistic = nu * belief.optimism_floor()
-            _ok("nu*exp(-explore*sd) (values an exploring leader admits by)", optimistic, market)
         scale = f(2) * f(config.beta) * f(config.gamma) / (lam_t * lam_t)
         _ok("the server-cost scale 2*beta*gamma/(lam*T)^2", float(scale), market)
         clip = f(config.clip)

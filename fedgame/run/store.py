@@ -440,9 +440,6 @@ def run_folder_problem(run_dir: Path) -> str | None:
     odd = [f for f in RUN_FILES if not_a_plain_file(Path(run_dir) / f)]
     if odd:
         return f"{', '.join(odd)} not a regular file (a link?)"
-    problem = file_hash_problem(run_dir, manifest)
-    if problem:
-        return problem
     try:
         resolved = yaml.safe_load(_head_text(Path(run_dir) / "scenario.resolved.yaml"))
     except (OSError, ValueError, yaml.YAMLError) as exc:
@@ -464,7 +461,7 @@ def run_folder_problem(run_dir: Path) -> str | None:
         problem = table_problem(Path(run_dir) / f"{table}.parquet", table)
         if problem:
             return problem
-    return None
+    return file_hash_problem(run_dir, manifest)
 
 
 def result_dir_problem(path: str | Path) -> str | None:
