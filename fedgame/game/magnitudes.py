@@ -12,7 +12,8 @@ one stops in round 1 with a message about internal variables.
 N ∈ {2, population.clients} players; ν at both ends of the population's privacy values
 (a log-normal's ±8σ when unbounded), at the centre of the leader's prior when it has a
 belief and at the optimistic values ν·exp(−κ·sd) an exploring leader admits by; |D_i| ∈
-{1, 10⁶} samples; d ∈ {1, 10⁸} parameters (or ``dim``); rounds 1 and T. Every quantity must be a finite positive number of normal size (at least 1e−300, at most 1e300).
+{1, 10⁶} samples; d ∈ {1, 10⁸} parameters (or ``dim``); rounds 1 and T. Every quantity
+must be a finite positive number of normal size (at least 1e−300, at most 1e300).
 A failure names the knob whose default value makes it pass (else ``population.privacy_value``),
 with the quantity, its value and the market it was computed on.
 """
