@@ -290,10 +290,9 @@ def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
     path = Path(path)
     raw = read_raw(path)
     try:
-        parsed = [parse_override(o) for o in overrides]
+        data = apply_overrides(raw, [parse_override(o) for o in overrides])
     except ScenarioError as err:
         raise err.with_file(str(path)) from None
-    data = apply_overrides(raw, parsed)
     data.setdefault("name", path.stem)
     return validate(data, file=str(path))
 
