@@ -219,8 +219,8 @@ def check_output(folder: str | Path, *, key: str, value: str) -> None:
 def check_results_tree(root: str | Path, *parts: str, key: str, value: str) -> None:
     """Refuse a link or a non-folder at any existing ``root/parts...`` below ``root`` (the
     results folder the user named, which may itself be a link): fedgame writes only into real
-    folders there (:func:`fedgame.run.store.make_folders`)."""
-    from fedgame.run.store import not_a_real_folder
+    folders there (:func:`fedgame.run.paths.make_folders`)."""
+    from fedgame.run.paths import not_a_real_folder
 
     path = Path(root)
     for part in parts:
