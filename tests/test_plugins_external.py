@@ -178,3 +178,15 @@ def test_entries_registered_here_say_where_they_come_from(monkeypatch):
 
     assert registry.entry("selection", "_origin_probe").origin == "scenario module probe"
     assert registry.entry("selection", "uniform").origin == registry.BUILT_IN
+
+
+@pytest.mark.parametrize("body", ["import sys\nsys.exit(0)\n", "raise KeyboardInterrupt\n"])
+def test_an_entry_point_that_exits_on_import_is_one_line_and_exit_2(tmp_path, body):
+    """An installed package needs no opt-in, but what its import raises is still its error."""
+    site = tmp_path / "site"
+    _installed_package(site)
+    (site / "lowid_plugins" / "__init__.py").write_text(body)
+    listed = _fedgame("list", cwd=tmp_path, pythonpath=str(site))
+    assert listed.returncode == 2 and listed.stdout == "", listed.stderr
+    assert "entry point 'lowid' of lowid-plugins" in listed.stderr
+    assert listed.stderr.count("\n") == 1 and "Traceback" not in listed.stderr
