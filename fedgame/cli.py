@@ -25,7 +25,8 @@ from typing import Any, NoReturn
 
 from fedgame import __version__
 from fedgame.cli_sweep import add_parsers, cmd_report, cmd_sweep
-from fedgame.errors import FedGameError, Interrupted, ScenarioError
+from fedgame.errors import FedGameError, Interrupted, ResultsError, ScenarioError
+from fedgame.trust import trusting
 
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
@@ -178,9 +179,24 @@ def _parser() -> argparse.ArgumentParser:
     dash.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     dash.add_argument("--port", type=int, default=8765, help="port (0: any free port)")
     dash.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    for name in TRUSTING_COMMANDS:
+        add_trust_flag(sub.choices[name])
     for command in sub.choices.values():
         command.formatter_class = _HelpFormatter
     return parser
+
+
+#: the commands that read scenarios, and so may import the plug-in modules they list
+TRUSTING_COMMANDS = ("run", "validate", "list", "sweep", "dashboard")
+
+
+def add_trust_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--trust-plugins",
+        action="store_true",
+        help="import the modules the scenario lists under plugins: they are code and run "
+        "with your rights, so read them first (also: FEDGAME_TRUST_PLUGINS=1)",
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -360,9 +376,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers |= {"dashboard": cmd_dashboard}
     handlers |= {"sweep": cmd_sweep, "report": cmd_report}
     try:
-        with StopOnSignal():  # SIGTERM while reading or checking input ends like Ctrl-C
+        with StopOnSignal(), trusting(getattr(args, "trust_plugins", False)):
+            # SIGTERM while reading or checking input ends like Ctrl-C
             return handlers[args.command](args)
-    except ScenarioError as err:
+    except (ScenarioError, ResultsError) as err:
         print(f"fedgame: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # `fedgame list | head`: the reader left; say nothing more

@@ -11,6 +11,7 @@ quantity can take (:mod:`fedgame.analysis.quantities`). The number of runs n is 
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from fedgame.analysis.equilibrium import with_participation
 from fedgame.analysis.heatmap import heatmap, plot_heatmap
 from fedgame.analysis.quantities import Quantity, plural, quantity
 from fedgame.analysis.summary import interval_table
+from fedgame.run.store import atomic_write_bytes
 
 __all__ = [
     "accuracy_curves",
@@ -62,10 +64,11 @@ def new_figure(panels: int, quantities: int = 1) -> tuple[Figure, np.ndarray]:
 
 
 def save(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` as a PNG at ``path`` (parent folders created)."""
+    """Write ``fig`` as a PNG at ``path`` (parent folders created; written atomically)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
+    atomic_write_bytes(path, png.getvalue())  # replaces a link there, never writes through it
     return path
 
 

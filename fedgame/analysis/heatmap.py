@@ -8,6 +8,7 @@ values (long ones rotated).
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from matplotlib.figure import Figure
 
 from fedgame.analysis.encoding import format_value, split
 from fedgame.analysis.quantities import format_number, key_label, plural, quantity
+from fedgame.run.store import atomic_write_bytes
 
 
 def _axis_label(key: str) -> str:
@@ -88,8 +90,9 @@ def heatmap(
     if fig is None:
         return None
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
+    atomic_write_bytes(path, png.getvalue())  # replaces a link there, never writes through it
     return path
 
 

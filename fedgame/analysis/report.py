@@ -32,6 +32,7 @@ from fedgame.analysis.quantities import plural, quantity
 from fedgame.analysis.summary import run_metrics, summarise
 from fedgame.analysis.sweep import find_sweep, load_sweep
 from fedgame.errors import FedGameError
+from fedgame.run.store import atomic_write_text, make_folders
 
 __all__ = ["md_table", "run_report", "sweep_report", "write_report"]
 
@@ -163,7 +164,7 @@ def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
     lines += ["Runs: " + ", ".join(f"{v} {k}" for k, v in counts.items()), ""]
     lines += _mechanisms(scenarios)
     if rounds.empty:
-        (out / "report.md").write_text("\n".join([*lines, "No finished run yet.", ""]))
+        atomic_write_text(out / "report.md", "\n".join([*lines, "No finished run yet.", ""]))
         return out / "report.md"
     incentive = _has_incentive(scenarios, rounds)
     summary = summarise(sweep, target=target)
@@ -196,7 +197,7 @@ def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
     if len(failed):
         failed = readable_keys(failed[["run_id", *keys, "message"]], keys)
         lines += ["## Failed runs", "", md_table(failed), ""]
-    (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
+    atomic_write_text(out / "report.md", "\n".join(lines))
     return out / "report.md"
 
 
@@ -241,7 +242,7 @@ def run_report(run_dir: Path, out: Path, *, target: float) -> Path:
     if incentive:
         made["Reward and Σρ"] = figures.trajectories(rounds, path=out / "trajectories.png")
     lines += ["## Figures", "", *_figure_lines(made, out)]
-    (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
+    atomic_write_text(out / "report.md", "\n".join(lines))
     return out / "report.md"
 
 
@@ -258,8 +259,7 @@ def write_report(
             sweep_dir = None
     if sweep_dir is None and not find_runs(root):
         raise FedGameError(f"{root}: neither a run folder nor a sweep folder")
-    folder = Path(out) if out else root / "report"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_folders(out) if out else make_folders(root, "report")
     if sweep_dir is not None:
         return sweep_report(sweep_dir, folder, target=target)
     return run_report(root, folder, target=target)

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from fedgame.errors import DivergenceError, Interrupted
 from fedgame.run import store
@@ -148,6 +147,7 @@ def _result(
     created: str,
     started: float,
 ) -> RunResult:
+    from fedgame.plugins import describe_modules
     from fedgame.scenario.output import clients_table_reason
 
     rounds, clients = tables(model)
@@ -184,23 +184,26 @@ def _result(
         "final_test_accuracy": final,
         "warnings": model.monitor.log.warnings(),
         "degenerate_rounds": model.monitor.log.rounds,
+        # every plug-in module loaded (entry points, the scenario's plugins): file and SHA-256
+        "plugins": describe_modules(scenario.plugins),
     }
     return RunResult(rounds, clients, manifest, None, resolved_scenario(scenario))
 
 
 def write_run(result: RunResult, out_dir: Path, *, run_id: str | None = None) -> Path:
-    """Write the run folder; the manifest goes last."""
+    """Write the run folder ``out_dir/<name>/<run id>`` (real folders below ``out_dir``, no
+    link followed: :func:`fedgame.run.store.make_folders`); the manifest goes last."""
     manifest = result.manifest
     run_id = run_id or store.new_run_id(manifest["seed"], manifest["replicate"])
     manifest["run_id"] = run_id
-    run_dir = out_dir / manifest["scenario"] / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    store.atomic_write_parquet(run_dir / "rounds.parquet", result.rounds)
-    store.atomic_write_parquet(run_dir / "clients.parquet", result.clients)
-    store.atomic_write_text(
-        run_dir / "scenario.resolved.yaml", yaml.safe_dump(result.scenario, sort_keys=False)
+    run_dir = store.make_folders(out_dir, manifest["scenario"], run_id)
+    store.write_run_files(
+        run_dir,
+        rounds=result.rounds,
+        clients=result.clients,
+        scenario=result.scenario,
+        manifest=manifest,
     )
-    store.write_manifest(run_dir, manifest)
     return run_dir
 
 

@@ -27,6 +27,7 @@ workers are stopped, the finished runs stay written, ``sweep.json`` says ``inter
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Sequence
@@ -34,17 +35,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fedgame.analysis.sweep import FINISHED, build_sweep_frame
-from fedgame.errors import Interrupted
+from fedgame.errors import Interrupted, ResultsError, ScenarioError
 from fedgame.run import store
 from fedgame.run.devices import planned_concurrency, run_device, visible_gpus
 from fedgame.run.executors import Outcome, make_executor
 from fedgame.run.grid import SweepPlan, SweepRun
 from fedgame.run.interrupts import StopOnSignal, signal_of
 from fedgame.run.single import RunResult
-from fedgame.scenario.preflight import check_concurrency, check_output, memory_limit
+from fedgame.scenario.preflight import (
+    check_concurrency,
+    check_output,
+    check_results_tree,
+    memory_limit,
+)
 
 
 @dataclass
@@ -119,10 +123,11 @@ def run_sweep(
     local Ray) with; default: those visible here (:func:`fedgame.run.devices.visible_gpus`).
     """
     started = time.perf_counter()
+    check_output(plan.sweep_dir, key=plan.out_key, value=str(plan.out))
+    check_sweep_tree(plan)
     todo, repaired = plan_work(plan)
     summary = SweepSummary(plan.sweep_dir, len(plan.runs), skipped=len(plan.runs) - len(todo))
     summary.repaired = repaired
-    check_output(plan.sweep_dir, key=plan.out_key, value=str(plan.out))
     if todo and executor != "serial" and gpus is None:
         gpus = visible_gpus()
     if todo and address is None:  # a Ray cluster's memory is not this machine's
@@ -142,7 +147,7 @@ def run_sweep(
         else None
     )
     sweep_dir = plan.sweep_dir
-    sweep_dir.mkdir(parents=True, exist_ok=True)
+    store.make_folders(plan.out, plan.name, sweep_dir.name, "runs")
     (sweep_dir / "sweep.parquet").unlink(missing_ok=True)
     _write_sweep_json(plan, status="running", summary=summary)
     for run in todo:
@@ -176,7 +181,10 @@ def run_sweep(
                 pool.close()
             if bar is not None:
                 bar.close()
-        frame = build_sweep_frame(sweep_dir, plan.describe()["runs"])
+        try:
+            frame = build_sweep_frame(sweep_dir, plan.describe()["runs"])
+        except (OSError, ValueError) as exc:  # a run's table went missing meanwhile
+            raise ResultsError(sweep_dir, f"its runs' tables cannot be read ({exc})") from None
         store.atomic_write_parquet(sweep_dir / "sweep.parquet", frame)
         summary.seconds = time.perf_counter() - started
         _write_sweep_json(plan, status=summary.status, summary=summary)
@@ -184,6 +192,22 @@ def run_sweep(
         raise Interrupted(signum, summary)
     stop.raise_pending(summary)
     return summary
+
+
+def check_sweep_tree(plan: SweepPlan) -> None:
+    """Refuse, before anything is written, a sweep folder fedgame could only write through a
+    link or over something that is not its own: a link or a file at ``<name>``,
+    ``sweep-<id>``, ``runs`` or a run's folder, a folder or link at ``sweep.json`` or
+    ``sweep.parquet``."""
+    key, value = plan.out_key, str(plan.out)
+    check_results_tree(plan.out, plan.name, plan.sweep_dir.name, "runs", key=key, value=value)
+    for run in plan.runs:
+        check_results_tree(plan.sweep_dir, "runs", run.run_id, key=key, value=value)
+    for name in ("sweep.json", "sweep.parquet"):
+        path = plan.sweep_dir / name
+        problem = store.not_a_plain_file(path) if os.path.lexists(path) else None
+        if problem:
+            raise ScenarioError(key, value, f"a results folder fedgame can write; {path} {problem}")
 
 
 def plan_work(plan: SweepPlan) -> tuple[list[SweepRun], dict[str, str]]:
@@ -238,7 +262,7 @@ def write_outcome(outcome: Outcome, run_dir: Path) -> None:
             "traceback": outcome.trace,
             "sweep": sweep_info,
         }
-        run_dir.mkdir(parents=True, exist_ok=True)
+        store.make_folders(run_dir.parent, run_dir.name)
         store.write_manifest(run_dir, manifest)
         return
     result: RunResult = outcome.result
@@ -246,12 +270,14 @@ def write_outcome(outcome: Outcome, run_dir: Path) -> None:
     result.manifest["sweep"] = sweep_info
     # ``warnings`` is the run's degenerate play (by kind); Python warnings have their own key
     result.manifest["runtime_warnings"] = list(outcome.warnings)
-    store.atomic_write_parquet(run_dir / "rounds.parquet", result.rounds)
-    store.atomic_write_parquet(run_dir / "clients.parquet", result.clients)
-    store.atomic_write_text(
-        run_dir / "scenario.resolved.yaml", yaml.safe_dump(result.scenario, sort_keys=False)
+    store.make_folders(run_dir.parent, run_dir.name)
+    store.write_run_files(
+        run_dir,
+        rounds=result.rounds,
+        clients=result.clients,
+        scenario=result.scenario,
+        manifest=result.manifest,
     )
-    store.write_manifest(run_dir, result.manifest)
 
 
 def _write_sweep_json(plan: SweepPlan, *, status: str, summary: SweepSummary | None = None) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fedgame.errors import ScenarioError
 from fedgame.scenario.load import apply_overrides, read_raw, validate
 from fedgame.scenario.schema import Scenario
 
@@ -30,7 +31,11 @@ def scenario_data(scenario: ScenarioLike = None, **keys: Any) -> tuple[dict[str,
     overrides = [(dotted(k), v) for k, v in keys.items() if v is not None]
     if isinstance(scenario, str | Path):
         path = Path(scenario)
-        data = apply_overrides(read_raw(path), overrides)
+        raw = read_raw(path)
+        try:
+            data = apply_overrides(raw, overrides)
+        except ScenarioError as err:
+            raise err.with_file(str(path)) from None
         data.setdefault("name", path.stem)
         return data, str(path)
     if isinstance(scenario, Scenario):

@@ -99,7 +99,10 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ScenarioError("--set", text, "overrides are written KEY=VALUE, e.g. privacy.clip=2.0")
     if not OVERRIDE_KEY.fullmatch(key) or key.count(".") >= MAX_DEPTH:
         raise ScenarioError(
-            "--set", key, f"a dotted key of at most {MAX_DEPTH} names, e.g. privacy.clip"
+            "--set",
+            key,
+            f"a dotted key of at most {MAX_DEPTH} names of ASCII letters, digits, '_' and '-', "
+            f"e.g. privacy.clip; {key_problem(key)}",
         )
     try:
         value = load_yaml(raw) if raw.strip() else ""
@@ -108,6 +111,20 @@ def parse_override(text: str) -> tuple[str, Any]:
             raise ScenarioError(key, ..., f"(from --set) {err.allowed}") from None
         value = raw
     return key, value
+
+
+def key_problem(key: str) -> str:
+    """What is wrong with a dotted key that :data:`OVERRIDE_KEY` refuses, naming the segment."""
+    parts = key.split(".")
+    if len(parts) > MAX_DEPTH:
+        return f"this one has {len(parts)} names"
+    for i, part in enumerate(parts, start=1):
+        if not part:
+            return f"name {i} of {len(parts)} is empty"
+        bad = next((c for c in part if not (c.isascii() and (c.isalnum() or c in "_-"))), None)
+        if bad is not None:
+            return f"name {i} ({part!r}) holds {bad!r}"
+    return "it is not one"
 
 
 def apply_overrides(data: dict[str, Any], overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
@@ -154,13 +171,22 @@ def _is_component_path(path: str) -> bool:
 
 
 def validate(data: Mapping[str, Any], *, file: str | None = None) -> Scenario:
-    """Validate a raw dict into a ``Scenario`` with every plug-in config resolved."""
+    """Validate a raw dict into a ``Scenario`` with every plug-in config resolved.
+
+    The schema's own keys are checked first; only then are the scenario's ``plugins``
+    imported (when trusted: :mod:`fedgame.trust`; looked for beside ``file`` first), before
+    the components they may register are looked up.
+    """
+    from fedgame.plugins import load_modules
+
     try:
         check_raw(data)
         try:
             scenario = Scenario.model_validate(dict(data))
         except ValidationError as exc:
             raise registry.scenario_error_from_pydantic(exc, model=Scenario) from None
+        check_population(scenario)
+        load_modules(scenario.plugins, near=Path(file).parent if file else None)
         resolve_components(scenario)
         scenario._behaviours = behaviours.resolve(scenario)
         tree = validated_tree(scenario)
@@ -202,9 +228,8 @@ def resolve_components(scenario: Scenario) -> None:
     scenario._configs = configs
 
 
-def check_cross_fields(scenario: Scenario) -> None:
-    """Checks that need several sections; plug-in classes declaring
-    :class:`~fedgame.registry.ChecksScenario` add theirs."""
+def check_population(scenario: Scenario) -> None:
+    """Checks of ``population`` that need no plug-in (made before any plug-in is imported)."""
     pop = scenario.population
     if pop.colluders >= pop.clients:
         raise ScenarioError(
@@ -226,6 +251,12 @@ def check_cross_fields(scenario: Scenario) -> None:
                 f"a list of {len(dist.values)} values",
                 f"one value per client: {pop.clients} values (population.clients)",
             )
+
+
+def check_cross_fields(scenario: Scenario) -> None:
+    """Checks that need the plug-ins: classes declaring
+    :class:`~fedgame.registry.ChecksScenario` add theirs (:func:`check_population` made the
+    population's own before any plug-in was imported)."""
     for path, family in COMPONENT_FAMILIES.items():
         cls = registry.entry(family, scenario.component(path).kind).cls
         if issubclass(cls, registry.ChecksScenario):
@@ -261,10 +292,9 @@ def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
     path = Path(path)
     raw = read_raw(path)
     try:
-        parsed = [parse_override(o) for o in overrides]
+        data = apply_overrides(raw, [parse_override(o) for o in overrides])
     except ScenarioError as err:
         raise err.with_file(str(path)) from None
-    data = apply_overrides(raw, parsed)
     data.setdefault("name", path.stem)
     return validate(data, file=str(path))
 

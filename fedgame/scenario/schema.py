@@ -156,7 +156,9 @@ class Scenario(_Strict):
     name: str = "scenario"
     description: str = ""
     #: modules to import before the components are looked up (a user's own plug-ins; see
-    #: :mod:`fedgame.plugins`), in the main process and in every sweep worker
+    #: :mod:`fedgame.plugins`), in the main process and in every sweep worker; they are code,
+    #: imported only when trusted (:mod:`fedgame.trust`) and only once every other key of
+    #: the schema has validated (:func:`fedgame.scenario.load.validate`)
     plugins: list[str] = Field(default_factory=list)
     seed: NonNegativeInt = 0
     rounds: PositiveInt = 30
@@ -189,12 +191,10 @@ class Scenario(_Strict):
 
     @field_validator("plugins")
     @classmethod
-    def _import_plugins(cls, value: list[str]) -> list[str]:
-        from fedgame.plugins import check_module_names, load_modules
+    def _module_names(cls, value: list[str]) -> list[str]:
+        from fedgame.plugins import check_module_names
 
-        names = check_module_names(value)
-        load_modules(names)
-        return names
+        return check_module_names(value)
 
     def config(self, path: str) -> Any:
         """The validated plug-in config at dotted ``path`` (e.g. ``"selection"``)."""

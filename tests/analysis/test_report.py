@@ -100,8 +100,9 @@ def test_run_report_of_a_game_names_its_market_metrics(tiny, write_scenario, tmp
 
 def test_report_of_nothing_fails(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing")]) == 2
-    assert main(["report", str(tmp_path)]) == 1
-    assert "neither a run folder nor a sweep folder" in capsys.readouterr().err
+    assert main(["report", str(tmp_path)]) == 2  # a folder without results is bad input too
+    assert "it holds no results" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_figures_skip_missing_columns(tmp_path):

@@ -55,6 +55,17 @@ HIDDEN = frozenset({"privacy_value"})
 
 PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: ln of the largest value a belief's ν (or its precision) may reach: ν within e^±LOG_RANGE
+LOG_RANGE = math.log(1e300)
+#: range of the observation precision 1/obs_sd² (it is added up over rounds and multiplied
+#: by ln ν, so it keeps room below the float range)
+OBS_PRECISION_RANGE = (1e-200, 1e200)
+#: prior standard deviations within which the belief's ν is kept representable
+PRIOR_SPREAD_SDS = 5.0
+
+
+def _in_log_range(value: float) -> bool:
+    return abs(math.log(value)) <= LOG_RANGE
 
 
 class LogNormalPrior(BaseModel):
@@ -64,6 +75,18 @@ class LogNormalPrior(BaseModel):
     kind: Literal["lognormal"] = "lognormal"
     median: PositiveFinite = Field(1.0, description="prior median of nu (> 0)")
     sd: PositiveFinite = Field(1.0, description="prior standard deviation of log nu (> 0)")
+
+    def range_problem(self) -> str | None:
+        """Why exp(log median ± 5·sd), the prior's range of ν, leaves 1e±300 (None: it
+        does not)."""
+        reach = abs(math.log(self.median)) + PRIOR_SPREAD_SDS * self.sd
+        if reach <= LOG_RANGE:
+            return None
+        return (
+            f"a prior whose nu range exp(log median ± {PRIOR_SPREAD_SDS:g}·sd) stays within "
+            f"1e-300 to 1e300: |ln median| + {PRIOR_SPREAD_SDS:g}·sd is {reach:.4g}, at most "
+            f"{LOG_RANGE:.4g} (median {self.median:g}, sd {self.sd:g})"
+        )
 
     def log_moments(self) -> tuple[float, float]:
         """(mean, variance) of log ν."""
@@ -93,6 +116,11 @@ class DiscretePrior(BaseModel):
         if not math.isclose(total, 1.0, rel_tol=1e-9, abs_tol=1e-9):
             raise ValueError(f"weights must sum to 1 (a distribution), got {total:g}")
         return weights
+
+    def range_problem(self) -> str | None:
+        """Why a value leaves 1e±300 (None: none does)."""
+        bad = next((v for v in self.values if not _in_log_range(v)), None)
+        return None if bad is None else f"values of nu within 1e-300 to 1e300, not {bad:g}"
 
     def log_moments(self) -> tuple[float, float]:
         """(mean, variance) of log ν."""
@@ -154,6 +182,35 @@ class BeliefSpec(BaseModel):
         description="optimism kappa >= 0 of active_set optimal: admit by nu_hat*exp(-kappa*sd)",
     )
 
+    @field_validator("prior", mode="before")
+    @classmethod
+    def _lognormal_by_default(cls, prior: Any) -> Any:
+        """A prior without ``kind`` is the log-normal one (its defaults' kind)."""
+        if isinstance(prior, dict) and "kind" not in prior:
+            return {"kind": "lognormal", **prior}
+        return prior
+
+    @field_validator("prior")
+    @classmethod
+    def _representable(cls, prior: LogNormalPrior | DiscretePrior) -> Any:
+        problem = prior.range_problem()
+        if problem:
+            raise ValueError(problem)
+        return prior
+
+    @field_validator("obs_sd")
+    @classmethod
+    def _precision_in_range(cls, obs_sd: float) -> float:
+        """1/obs_sd², the precision each observation adds, within :data:`OBS_PRECISION_RANGE`."""
+        low, high = OBS_PRECISION_RANGE
+        precision = math.inf if obs_sd < 1e-150 else 1.0 / (obs_sd * obs_sd)
+        if not low <= precision <= high:
+            raise ValueError(
+                f"an observation noise whose precision 1/obs_sd^2 lies in [{low:g}, {high:g}] "
+                f"(obs_sd between {high**-0.5:g} and {low**-0.5:g}); 1/obs_sd^2 is {precision:.4g}"
+            )
+        return obs_sd
+
     @field_validator("kind")
     @classmethod
     def _known(cls, kind: str) -> str:
@@ -170,6 +227,23 @@ class BeliefSpec(BaseModel):
                 f"{self.kind!r} does not"
             )
         return self
+
+    @field_validator("explore")
+    @classmethod
+    def _optimism_in_range(cls, explore: float, info: ValidationInfo) -> float:
+        prior = info.data.get("prior")
+        spread = explore * math.sqrt(prior.log_moments()[1]) if prior is not None else 0.0
+        if spread > LOG_RANGE:
+            raise ValueError(
+                f"explore * (prior sd of log nu) at most {LOG_RANGE:.4g}, so that the optimism "
+                f"factor exp(-explore*sd) stays above 1e-300; it is {spread:.4g}"
+            )
+        return explore
+
+    def optimism_floor(self) -> float:
+        """exp(−κ·sd) at the prior, the smallest factor an exploring leader scales ν̂ by
+        (the posterior sd only shrinks)."""
+        return math.exp(-self.explore * math.sqrt(self.prior.log_moments()[1]))
 
     def build(self, num_clients: int) -> PrivacyValueBelief:
         """The estimator this spec names, at its prior."""

@@ -47,6 +47,7 @@ from fedgame.game.leader import (
     optimal_active_set,
     proportional_reward,
 )
+from fedgame.game.magnitudes import check_game_magnitudes
 from fedgame.game.rules import GameRules
 from fedgame.game.stackelberg import (
     ServerCostParams,
@@ -199,6 +200,12 @@ class GameIncentive:
             self.client_columns = (*CLIENT_COLUMNS, "nu_believed")
         self._round: dict[str, float] = {}
         self._clients: dict[str, Any] = {}
+
+    @staticmethod
+    def check_scenario(config: GameConfig, scenario: Any, *, key: str) -> None:
+        """Validation: the game's derived quantities stay finite for this population
+        (:func:`fedgame.game.magnitudes.check_game_magnitudes`)."""
+        check_game_magnitudes(config, scenario, key=key)
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         self.rounds = ctx.rounds
