@@ -316,9 +316,19 @@ _CASES: tuple[Case, ...] = (
         "plugin_registers_twice",
         with_module(
             "from fedgame.registry import register\n"
-            "@register('selection', 'uniform')\nclass Again:\n    pass\n"
+            "from fedgame.mechanisms.selection.all import AllSelection\n"
+            "@register('selection', 'uniform')\nclass Again(AllSelection):\n    pass\n"
         ),
         ("module 'm'", "registered twice"),
+        env=TRUSTED,
+    ),
+    Case(
+        "plugin_lacks_its_familys_members",
+        with_module(
+            "from fedgame.registry import register\n"
+            "@register('selection', 'half')\nclass Half:\n    pass\n"
+        ),
+        ("module 'm'", "lacks expected_fraction, select"),
         env=TRUSTED,
     ),
     Case(
