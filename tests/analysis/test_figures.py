@@ -128,10 +128,9 @@ def test_fewer_than_three_replicates_draw_each_run_instead_of_a_band():
     fig = figures.plot_lines(rounds, columns=["test_accuracy"], by=KEYS[:1], title="t")
     lines = _lines(fig)
     assert len(lines) == 4 and not _bands(fig)  # 2 grid points x 2 runs, no band
-    for _, label, line in lines:
-        run = rounds[rounds["run_id"].isin(rounds["run_id"].unique())]
-        ys = {tuple(g["test_accuracy"]) for _, g in run.groupby("run_id")}
-        assert tuple(line.get_ydata()) in ys  # a run's own values, not a mean
+    runs = {tuple(g["test_accuracy"]) for _, g in rounds.groupby("run_id")}
+    for _, _, line in lines:
+        assert tuple(line.get_ydata()) in runs  # a run's own values, not a mean
     colours = {}
     for _, label, line in lines:
         colours.setdefault(line.get_color(), []).append(label)

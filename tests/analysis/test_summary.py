@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fedgame.analysis import summary
 from fedgame.analysis.convergence import Criteria
 from fedgame.analysis.equilibrium import (
     elasticity,
@@ -18,7 +19,6 @@ from fedgame.analysis.equilibrium import (
     slope,
     tail_means,
 )
-from fedgame.analysis import summary
 from fedgame.analysis.stats import t_interval
 from fedgame.analysis.summary import (
     aggregate,
