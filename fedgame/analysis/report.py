@@ -61,7 +61,10 @@ SUMMARY_NOTE = (
 )
 BAND_NOTE = (
     "Lines are means over the runs of each grid point; bands and brackets are 95% Student-t "
-    "intervals over those runs, clipped to the range the quantity can take."
+    "intervals over those runs, clipped to the range the quantity can take. A grid point "
+    "with fewer than 3 runs has no band: each of its runs is drawn. Heatmap colours are "
+    "anchored to the quantity's range (from 0 for one bounded below) and reach the outermost "
+    "interval end; the title says when the cells differ by less than a typical interval."
 )
 
 
