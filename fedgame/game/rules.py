@@ -42,13 +42,45 @@ class DegeneracyThresholds(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    min_players: int = Field(default=2, ge=1)
-    max_share: float = Field(default=0.9, gt=0.5, le=1.0)
-    knife_edge_share: float = Field(default=0.05, gt=0.0, lt=1.0)
-    knife_edge_impact: float = Field(default=0.25, gt=0.0, allow_inf_nan=False)
-    knife_edge: float = Field(default=1e-3, ge=0.0, lt=1.0)
-    noise_norm_over_clip: float = Field(default=1.0, gt=0.0, allow_inf_nan=False)
-    reward_jump: float = Field(default=10.0, gt=1.0, allow_inf_nan=False)
+    min_players: int = Field(
+        default=2, ge=1, description="players (clients) a contest needs (no_market, lone_player)"
+    )
+    max_share: float = Field(
+        default=0.9,
+        gt=0.5,
+        le=1.0,
+        description="share of the round's payments one player may take (near_lone), fraction",
+    )
+    knife_edge_share: float = Field(
+        default=0.05,
+        gt=0.0,
+        lt=1.0,
+        description="the marginal player's budget below this fraction of the largest (knife_edge)",
+    )
+    knife_edge_impact: float = Field(
+        default=0.25,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="|R* without it - R*| / R* at or above this fraction (knife_edge)",
+    )
+    knife_edge: float = Field(
+        default=1e-3,
+        ge=0.0,
+        lt=1.0,
+        description="budget ratio alone, where the impact is unknown (knife_edge), fraction",
+    )
+    noise_norm_over_clip: float = Field(
+        default=1.0,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="noise L2 norm of the released average, in clipping bounds C (noise)",
+    )
+    reward_jump: float = Field(
+        default=10.0,
+        gt=1.0,
+        allow_inf_nan=False,
+        description="R_t / R_(t-1) above this factor or below its inverse (reward_jump)",
+    )
 
 
 class GameRules(BaseModel):
