@@ -86,7 +86,7 @@ def round_summary(m: FedGameModel) -> dict[str, Any]:
         "selected": len(selected),
         "uploaded": int(m.state.uploaded.sum()),
         "stragglers": int(t.straggled[selected].sum()),
-        "failed_links": m.state.failed_links,
+        "failed_links": int((~t.link_up).sum()),  # client-server links (edges: failed_edges)
         "active_clients": int((t.epsilon_after_next <= t.epsilon_total * (1 + 1e-9)).sum()),
         "epsilon_spent_min": float(eps.min()),
         "epsilon_spent_mean": float(eps.sum()) / eps.size,

@@ -2,7 +2,9 @@
 
 Layout of ``<out>/<name>/sweep-<id>/`` (see :mod:`fedgame.run.grid` for the ids)::
 
-    sweep.json            the plan (grid, replicates, runs) and, at the end, the summary
+    sweep.json            the plan (grid, replicates, runs), the last invocation's summary
+                          and ``history``: every invocation (command, executor, start/end,
+                          done/skipped/failed), oldest first
     sweep.parquet         one row per run x round: rounds table + swept keys, replicate,
                           run_id, status (written at the end, atomically)
     runs/<run-id>/        each run's folder as for ``fedgame run``; manifest.json is last
@@ -28,10 +30,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +119,13 @@ def run_sweep(
     address: str | None = None,
     progress: bool = True,
     gpus: Sequence[str] | None = None,
+    command: str | None = None,
 ) -> SweepSummary:
     """Execute every unfinished run of ``plan`` and write ``sweep.parquet``.
+
+    ``sweep.json`` keeps one ``history`` entry per call (a resume adds one, never rewrites
+    the earlier ones): ``command`` (default: this process's command line), the executor, the
+    start and end (UTC, ISO 8601), the status and the counts of runs done, skipped, failed.
 
     The output folder, the memory of the concurrent runs and the executor (Ray connected) are
     checked before anything is written, so a bad setting raises ``ScenarioError`` with nothing
@@ -148,8 +158,23 @@ def run_sweep(
     )
     sweep_dir = plan.sweep_dir
     store.make_folders(plan.out, plan.name, sweep_dir.name, "runs")
+    history = _history(sweep_dir)
+    history.append(
+        {
+            "command": command if command is not None else command_line(),
+            "executor": executor,
+            "workers": workers,
+            **({"address": address} if address else {}),
+            "started": _now(),
+            "ended": None,
+            "status": "running",
+            "done": 0,
+            "skipped": summary.skipped,
+            "failed": 0,
+        }
+    )
     (sweep_dir / "sweep.parquet").unlink(missing_ok=True)
-    _write_sweep_json(plan, status="running", summary=summary)
+    _write_sweep_json(plan, status="running", summary=summary, history=history)
     for run in todo:
         shutil.rmtree(plan.run_dir(run), ignore_errors=True)
     bar = _bar(len(todo), plan.name, enabled=progress)
@@ -187,7 +212,16 @@ def run_sweep(
             raise ResultsError(sweep_dir, f"its runs' tables cannot be read ({exc})") from None
         store.atomic_write_parquet(sweep_dir / "sweep.parquet", frame)
         summary.seconds = time.perf_counter() - started
-        _write_sweep_json(plan, status=summary.status, summary=summary)
+        history[-1].update(
+            ended=_now(),
+            status=summary.status,
+            done=summary.done,
+            diverged=summary.diverged,
+            failed=len(summary.failed),
+            repaired=len(summary.repaired),
+            seconds=round(summary.seconds, 3),
+        )
+        _write_sweep_json(plan, status=summary.status, summary=summary, history=history)
     if signum:
         raise Interrupted(signum, summary)
     stop.raise_pending(summary)
@@ -280,7 +314,62 @@ def write_outcome(outcome: Outcome, run_dir: Path) -> None:
     )
 
 
-def _write_sweep_json(plan: SweepPlan, *, status: str, summary: SweepSummary | None = None) -> None:
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """This process's command line as a shell would take it (``fedgame sweep ...``; ``python
+    -m fedgame ...`` for the module).
+
+    >>> command_line(["/x/.venv/bin/fedgame", "sweep", "a b.yaml"])
+    "fedgame sweep 'a b.yaml'"
+    """
+    args = list(sys.argv if argv is None else argv)
+    if not args:
+        return ""
+    head = Path(args[0]).name
+    prefix = ["python", "-m", "fedgame"] if head == "__main__.py" else [head]
+    return shlex.join([*prefix, *args[1:]])
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _history(sweep_dir: Path) -> list[dict[str, Any]]:
+    """The invocations an earlier ``sweep.json`` recorded (none when it is absent or
+    unreadable; a ``sweep.json`` from before the history began counts its summary as one)."""
+    try:
+        info = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(info, dict):
+        return []
+    history = info.get("history")
+    if isinstance(history, list):
+        return [entry for entry in history if isinstance(entry, dict)]
+    old = info.get("summary")
+    if isinstance(old, dict):
+        failed = old.get("failed")
+        return [
+            {
+                "command": None,
+                "executor": None,
+                "started": None,
+                "ended": None,
+                "status": info.get("status"),
+                "done": old.get("done"),
+                "skipped": old.get("skipped"),
+                "failed": len(failed) if isinstance(failed, dict) else failed,
+            }
+        ]
+    return []
+
+
+def _write_sweep_json(
+    plan: SweepPlan,
+    *,
+    status: str,
+    summary: SweepSummary | None = None,
+    history: list[dict[str, Any]] | None = None,
+) -> None:
     info: dict[str, Any] = {"status": status, **plan.describe()}
     if summary is not None:
         info["summary"] = {
@@ -294,6 +383,8 @@ def _write_sweep_json(plan: SweepPlan, *, status: str, summary: SweepSummary | N
             "repaired": summary.repaired,
             "seconds": summary.seconds,
         }
+    if history is not None:
+        info["history"] = history
     store.atomic_write_text(plan.sweep_dir / "sweep.json", json.dumps(info, indent=2, default=str))
 
 
@@ -305,4 +396,12 @@ def _bar(total: int, name: str, *, enabled: bool) -> Any:
     return tqdm(total=total, desc=f"sweep {name}", unit="run")
 
 
-__all__ = ["SweepPlan", "SweepRun", "SweepSummary", "run_status", "run_sweep", "write_outcome"]
+__all__ = [
+    "SweepPlan",
+    "SweepRun",
+    "SweepSummary",
+    "command_line",
+    "run_status",
+    "run_sweep",
+    "write_outcome",
+]

@@ -52,6 +52,10 @@ def test_sweep_report_without_incentive(tiny, write_scenario, tmp_path, capsys):
     ):
         assert row in text
     assert "Summary per grid point" in text
+    header = next(line for line in text.splitlines() if line.startswith("| population.clients"))
+    assert "| participation_rate | upload_rate |" in header  # straggler rates tell apart
+    assert "`upload_rate`: Mean upload rate" in text
+    assert "fewer than 3 runs has no band: each of its runs is drawn" in text
     assert "Equilibrium" not in text and "elasticity" not in text
     assert "total_reward" not in text and "server_cost" not in text
     linked = _linked(report)
