@@ -195,13 +195,24 @@ def write_run(result: RunResult, out_dir: Path, *, run_id: str | None = None) ->
     manifest["run_id"] = run_id
     run_dir = out_dir / manifest["scenario"] / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    store.atomic_write_parquet(run_dir / "rounds.parquet", result.rounds)
-    store.atomic_write_parquet(run_dir / "clients.parquet", result.clients)
+    write_tables(run_dir, result)
     store.atomic_write_text(
         run_dir / "scenario.resolved.yaml", yaml.safe_dump(result.scenario, sort_keys=False)
     )
     store.write_manifest(run_dir, manifest)
     return run_dir
+
+
+def write_tables(run_dir: Path, result: RunResult) -> None:
+    """``rounds.parquet`` and ``clients.parquet``, each carrying its column dictionary
+    (:mod:`fedgame.columns`; writers named from the run's plug-ins)."""
+    from fedgame.columns import arrow_table, plugins_of
+
+    plugins = plugins_of(result.scenario)
+    for table, frame in (("rounds", result.rounds), ("clients", result.clients)):
+        store.atomic_write_parquet(
+            run_dir / f"{table}.parquet", arrow_table(frame, table, plugins=plugins)
+        )
 
 
 def _progress_bar(scenario: Scenario, *, enabled: bool) -> Any:

@@ -15,10 +15,13 @@ import platform
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import yaml
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def current_umask() -> int:
@@ -63,13 +66,19 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_parquet(path: Path, frame: pd.DataFrame) -> None:
-    """Write a DataFrame as Parquet atomically."""
+def atomic_write_parquet(path: Path, frame: pd.DataFrame | pa.Table) -> None:
+    """Write a DataFrame (or an Arrow table, e.g. one carrying its column dictionary:
+    :func:`fedgame.columns.arrow_table`) as Parquet atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        frame.to_parquet(tmp, index=False)
+        if isinstance(frame, pd.DataFrame):
+            frame.to_parquet(tmp, index=False)
+        else:
+            import pyarrow.parquet as pq
+
+            pq.write_table(frame, tmp)
         os.chmod(tmp, _file_mode())
         os.replace(tmp, path)
     except BaseException:

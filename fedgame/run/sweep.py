@@ -37,13 +37,14 @@ from typing import Any
 import yaml
 
 from fedgame.analysis.sweep import FINISHED, build_sweep_frame
+from fedgame.columns import arrow_table, cast_columns
 from fedgame.errors import Interrupted
 from fedgame.run import store
 from fedgame.run.devices import planned_concurrency, run_device, visible_gpus
 from fedgame.run.executors import Outcome, make_executor
 from fedgame.run.grid import SweepPlan, SweepRun
 from fedgame.run.interrupts import StopOnSignal, signal_of
-from fedgame.run.single import RunResult
+from fedgame.run.single import RunResult, write_tables
 from fedgame.scenario.preflight import check_concurrency, check_output, memory_limit
 
 
@@ -177,7 +178,8 @@ def run_sweep(
             if bar is not None:
                 bar.close()
         frame = build_sweep_frame(sweep_dir, plan.describe()["runs"])
-        store.atomic_write_parquet(sweep_dir / "sweep.parquet", frame)
+        sweep_table = arrow_table(cast_columns(frame, "sweep"), "sweep")
+        store.atomic_write_parquet(sweep_dir / "sweep.parquet", sweep_table)
         summary.seconds = time.perf_counter() - started
         _write_sweep_json(plan, status=summary.status, summary=summary)
     if signum:
@@ -246,8 +248,7 @@ def write_outcome(outcome: Outcome, run_dir: Path) -> None:
     result.manifest["sweep"] = sweep_info
     # ``warnings`` is the run's degenerate play (by kind); Python warnings have their own key
     result.manifest["runtime_warnings"] = list(outcome.warnings)
-    store.atomic_write_parquet(run_dir / "rounds.parquet", result.rounds)
-    store.atomic_write_parquet(run_dir / "clients.parquet", result.clients)
+    write_tables(run_dir, result)
     store.atomic_write_text(
         run_dir / "scenario.resolved.yaml", yaml.safe_dump(result.scenario, sort_keys=False)
     )
