@@ -86,13 +86,13 @@ def simulate(
         try:
             for _ in range(scenario.rounds):
                 model.step()
-                if bar is not None:
-                    bar.update(1)
+                if bar is not None:  # the round just finished: postfix first, then draw
                     bar.set_postfix(
                         acc=f"{model.test_accuracy:.3f}",
                         eps=f"{model.epsilon_spent.mean():.2f}",
                         refresh=False,
                     )
+                    bar.update(1)
                 if model.monitor.stop_requested:
                     status = "degenerate"
                     message = f"stopped in round {model.steps}: {model.monitor.degenerate_reason}"
