@@ -8,7 +8,7 @@ LOCK := requirements-test.txt
 #: the extras the test suite needs: lint/type/test tools, Ray, the dashboard
 TEST_EXTRAS := dev,distributed,viz
 
-.PHONY: install install-dev run test test-latest lock check docs-api bench reproduce
+.PHONY: install install-dev run test test-latest lock check docs-api docs-columns bench reproduce
 
 # What the quickstart needs: the pinned torch (CPU wheel where one is found) and fedgame itself.
 install:
@@ -82,6 +82,11 @@ docs-api:
 
 bench:
 	$(PYTHON) bench/round_speed.py
+
+# docs/columns.md: the column dictionary of rounds/clients/sweep.parquet, generated from the
+# client schema, the collector and the plug-ins' declarations (tests/test_columns.py checks it)
+docs-columns:
+	$(PYTHON) -m fedgame.columns > docs/columns.md
 
 # Rerun every paper's analysis and ablation (2 h 18 min on 2 idle cores) and regenerate the tables
 # and figures in docs/ (not part of `make test`; `python analysis/reproduce.py --quick` is the

@@ -8,7 +8,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -18,6 +18,9 @@ from fedgame.run.devices import CUDA_ENV
 from fedgame.run.interrupts import StopOnSignal, signal_of
 from fedgame.scenario.load import validated_tree
 from fedgame.scenario.schema import Scenario
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass
@@ -85,13 +88,13 @@ def simulate(
         try:
             for _ in range(scenario.rounds):
                 model.step()
-                if bar is not None:
-                    bar.update(1)
+                if bar is not None:  # the round just finished: postfix first, then draw
                     bar.set_postfix(
                         acc=f"{model.test_accuracy:.3f}",
                         eps=f"{model.epsilon_spent.mean():.2f}",
                         refresh=False,
                     )
+                    bar.update(1)
                 if model.monitor.stop_requested:
                     status = "degenerate"
                     message = f"stopped in round {model.steps}: {model.monitor.degenerate_reason}"
@@ -197,14 +200,27 @@ def write_run(result: RunResult, out_dir: Path, *, run_id: str | None = None) ->
     run_id = run_id or store.new_run_id(manifest["seed"], manifest["replicate"])
     manifest["run_id"] = run_id
     run_dir = store.make_folders(out_dir, manifest["scenario"], run_id)
+    rounds, clients = run_tables(result)
     store.write_run_files(
         run_dir,
-        rounds=result.rounds,
-        clients=result.clients,
+        rounds=rounds,
+        clients=clients,
         scenario=result.scenario,
         manifest=manifest,
     )
     return run_dir
+
+
+def run_tables(result: RunResult) -> tuple[pa.Table, pa.Table]:
+    """The run's ``rounds`` and ``clients`` tables as Arrow tables carrying their column
+    dictionary (:mod:`fedgame.columns`; writers named from the run's plug-ins)."""
+    from fedgame.columns import arrow_table, plugins_of
+
+    plugins = plugins_of(result.scenario)
+    return (
+        arrow_table(result.rounds, "rounds", plugins=plugins),
+        arrow_table(result.clients, "clients", plugins=plugins),
+    )
 
 
 def _progress_bar(scenario: Scenario, *, enabled: bool) -> Any:

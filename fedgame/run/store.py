@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import yaml
@@ -38,6 +38,9 @@ from fedgame.run.paths import not_a_real_folder as not_a_real_folder
 
 #: largest manifest.json read (a manifest is a few KiB; a traceback or warnings add some)
 MAX_MANIFEST_BYTES = 16 << 20
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def current_umask() -> int:
@@ -97,8 +100,10 @@ def atomic_write_text(path: Path, text: str) -> dict[str, Any]:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_parquet(path: Path, frame: pd.DataFrame) -> dict[str, Any]:
-    """Write a DataFrame as Parquet atomically; returns the file's ``{"bytes", "sha256"}``."""
+def atomic_write_parquet(path: Path, frame: pd.DataFrame | pa.Table) -> dict[str, Any]:
+    """Write a DataFrame (or an Arrow table, e.g. one carrying its column dictionary:
+    :func:`fedgame.columns.arrow_table`) as Parquet atomically; returns the file's
+    ``{"bytes", "sha256"}``."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -106,7 +111,12 @@ def atomic_write_parquet(path: Path, frame: pd.DataFrame) -> dict[str, Any]:
     except OSError as exc:
         raise ResultsError(path, f"cannot be written ({os_problem(exc)})") from None
     try:
-        frame.to_parquet(tmp, index=False)
+        if isinstance(frame, pd.DataFrame):
+            frame.to_parquet(tmp, index=False)
+        else:
+            import pyarrow.parquet as pq
+
+            pq.write_table(frame, tmp)
         os.chmod(tmp, _file_mode())
         written = {"bytes": os.path.getsize(tmp), "sha256": _sha256_file(tmp)}
         os.replace(tmp, path)
@@ -200,8 +210,8 @@ def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
 def write_run_files(
     run_dir: Path,
     *,
-    rounds: pd.DataFrame,
-    clients: pd.DataFrame,
+    rounds: pd.DataFrame | pa.Table,
+    clients: pd.DataFrame | pa.Table,
     scenario: Mapping[str, Any],
     manifest: dict[str, Any],
 ) -> None:

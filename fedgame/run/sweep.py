@@ -41,13 +41,14 @@ from pathlib import Path
 from typing import Any
 
 from fedgame.analysis.sweep import FINISHED, build_sweep_frame
+from fedgame.columns import arrow_table, cast_columns
 from fedgame.errors import Interrupted, ResultsError, ScenarioError
 from fedgame.run import store
 from fedgame.run.devices import planned_concurrency, run_device, visible_gpus
 from fedgame.run.executors import Outcome, make_executor
 from fedgame.run.grid import SweepPlan, SweepRun
 from fedgame.run.interrupts import StopOnSignal, signal_of
-from fedgame.run.single import RunResult
+from fedgame.run.single import RunResult, run_tables
 from fedgame.scenario.preflight import (
     check_concurrency,
     check_output,
@@ -210,7 +211,8 @@ def run_sweep(
             frame = build_sweep_frame(sweep_dir, plan.describe()["runs"])
         except (OSError, ValueError) as exc:  # a run's table went missing meanwhile
             raise ResultsError(sweep_dir, f"its runs' tables cannot be read ({exc})") from None
-        store.atomic_write_parquet(sweep_dir / "sweep.parquet", frame)
+        sweep_table = arrow_table(cast_columns(frame, "sweep"), "sweep")
+        store.atomic_write_parquet(sweep_dir / "sweep.parquet", sweep_table)
         summary.seconds = time.perf_counter() - started
         history[-1].update(
             ended=_now(),
@@ -305,10 +307,11 @@ def write_outcome(outcome: Outcome, run_dir: Path) -> None:
     # ``warnings`` is the run's degenerate play (by kind); Python warnings have their own key
     result.manifest["runtime_warnings"] = list(outcome.warnings)
     store.make_folders(run_dir.parent, run_dir.name)
+    rounds, clients = run_tables(result)
     store.write_run_files(
         run_dir,
-        rounds=result.rounds,
-        clients=result.clients,
+        rounds=rounds,
+        clients=clients,
         scenario=result.scenario,
         manifest=result.manifest,
     )

@@ -37,16 +37,27 @@ OVERRIDE_KEY = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
 
 def read_raw(path: str | Path) -> dict[str, Any]:
     """Parse a scenario file into a plain dict (no validation)."""
+    if not str(path).strip():
+        raise ScenarioError("", ..., "path is empty: name a scenario file (.yaml, .yml or .toml)")
     path = Path(path)
     fmt = SUFFIXES.get(path.suffix.lower())
     if fmt is None:
-        raise ScenarioError(
-            "", path.suffix, "scenario files end in .yaml, .yml or .toml"
-        ).with_file(str(path))
+        raise ScenarioError("", ..., _not_a_scenario_file(path)).with_file(str(path))
     try:
         return _parse(_read_bytes(path), fmt)
     except ScenarioError as err:
         raise err.with_file(str(path)) from None
+
+
+def _not_a_scenario_file(path: Path) -> str:
+    """Why ``path`` (without a scenario suffix) is refused, in words."""
+    if path.is_dir():
+        what = "is a folder"
+    elif not path.suffix:
+        what = "has no suffix"
+    else:
+        what = f"ends in {path.suffix!r}"
+    return f"{what}; scenario files end in .yaml, .yml or .toml"
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -86,7 +97,9 @@ def _parse(data: bytes, fmt: str) -> dict[str, Any]:
     if parsed is None:
         parsed = {}
     if not isinstance(parsed, dict):
-        raise ScenarioError("", type(parsed).__name__, "a scenario is a mapping of keys")
+        raise ScenarioError(
+            "", ..., f"holds a {type(parsed).__name__}; a scenario is a mapping of keys"
+        )
     check_raw(parsed)
     return parsed
 
@@ -289,8 +302,8 @@ def _check_range(
 
 def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
     """Read, override and validate a scenario file. Raises ``ScenarioError``."""
-    path = Path(path)
     raw = read_raw(path)
+    path = Path(path)
     try:
         data = apply_overrides(raw, [parse_override(o) for o in overrides])
     except ScenarioError as err:
