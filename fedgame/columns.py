@@ -106,7 +106,9 @@ ROUNDS: dict[str, Spec] = {
     ),
     "stragglers": Spec("trained clients that missed the upload deadline", "clients", "int64"),
     "failed_links": Spec(
-        "client-server links down this round plus failed client-client edges", "links", "int64"
+        "client-server links down this round (client-client edges: failed_edges)",
+        "links",
+        "int64",
     ),
     "active_clients": Spec(
         "clients whose budget pays one more default participation (ε after it <= ε_total)",
@@ -191,6 +193,15 @@ PLUGIN_COLUMNS: dict[str, Spec] = {
     "eq_distance": Spec("Σ|ρ − ρ*|/Σρ* over the players, ρ* the complete-information equilibrium"),
     "sum_rho_played": Spec("Σρ of every response, delivered or not", "ρ (zCDP)"),
     "client_surplus": Spec("delivered clients' payments minus their privacy costs", _R),
+    "knife_edge_impact": Spec(
+        "|R*_{−m} − R*|/R*: how much the leader's optimal reward changes without the marginal "
+        "player m (1 when no contest is left without it)"
+    ),
+    "noise_norm_over_clip": Spec(
+        "the released average's noise L2 norm over the clipping bound C, "
+        "sqrt(d·Σ w_k²σ_k²)/C (NaN when nothing was delivered or the noise is central)"
+    ),
+    "failed_edges": Spec("client-client links down this round", "links", "int64"),
     "belief_error": Spec("mean |log ν̂_i − log ν_i| over the round's players"),
     "belief_error_max": Spec("largest |log ν̂_i − log ν_i| over the round's players"),
     "belief_error_active": Spec(
@@ -290,6 +301,7 @@ def _monitor_declarations() -> list[tuple[str, str, tuple[str, ...]]]:
 
     contest = "game monitor (incentives that offer a contest)"
     return [
+        ("game monitor (every run)", "rounds", monitor.NOISE_COLUMNS),
         (contest, "rounds", monitor.ROUND_COLUMNS),
         (contest, "clients", monitor.CLIENT_COLUMNS),
         ("game monitor (leaders that learn ν)", "rounds", monitor.BELIEF_COLUMNS),

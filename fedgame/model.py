@@ -77,7 +77,6 @@ class RoundState:
     responses: Responses | None = None  # of the selected clients, aligned with the plan
     updates: torch.Tensor | None = None
     uploaded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    failed_links: int = 0
     withdrawn_budget: int = 0  # releases the budget refused this round
     faults: FaultDraw | None = None
     aggregation_failed: bool = False
@@ -290,7 +289,6 @@ class FedGameModel(mesa.Model):
         link_up = np.asarray(draw.link_up, dtype=bool)
         table.link_up[:] = link_up
         table.straggled[:] = np.asarray(draw.straggler, dtype=bool)
-        self.state.failed_links = int((~link_up).sum()) + len(draw.failed_edges)
         self.state.faults = draw
         self.state.views = views
 
