@@ -28,9 +28,12 @@ SMOKE_SETTINGS = {
 EXPECTED_WARNINGS = {
     "heterogeneous_dp": {"noise"},
     "population_scale": {"noise"},
-    "privacy_aware": {"noise"},
+    # on the digits fallback every client's planned participations round to 0 or its
+    # budget is below one release: nobody takes part (on Fashion-MNIST they do)
+    "privacy_aware": {"nobody_trained"},
     "quickstart": {"noise"},
     "queries_replies": {"nobody_trained"},
+    "sweep_population_stragglers": {"noise"},
 }
 
 
