@@ -34,6 +34,7 @@ from fedgame.trust import trusting
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
 EXIT_DEGENERATE = 4
+EXIT_PRIVACY_VIOLATION = 5
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what `ls | head` reports for a reader that left early
 
 
@@ -91,7 +92,9 @@ def _parser() -> argparse.ArgumentParser:
         help="run a scenario file",
         description="Check a scenario (everything validate checks), run it, and write its "
         "tables (Parquet) and manifest under OUT/<name>/<run id>/. Exit code 3 when training "
-        "diverged (the finished rounds are kept), 130/143 when stopped by Ctrl-C/SIGTERM.",
+        "diverged, 4 when it stopped on degenerate play, 5 when the model's own privacy check "
+        "found a client past its (epsilon, delta) (the finished rounds are kept in each case), "
+        "130/143 when stopped by Ctrl-C/SIGTERM.",
         epilog="examples:\n"
         "  fedgame run scenarios/quickstart.yaml\n"
         "  fedgame run scenarios/quickstart.yaml --set rounds=5 --set population.clients=20\n"
@@ -268,6 +271,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_DEGENERATE
+    if result.manifest["status"] == "privacy_violation":
+        print(
+            f"fedgame: run stopped: {result.manifest['message']}; kept "
+            f"{result.manifest['rounds_completed']} rounds in {result.run_dir}",
+            file=sys.stderr,
+        )
+        return EXIT_PRIVACY_VIOLATION
     if result.manifest["status"] == "diverged":
         print(
             f"fedgame: run stopped: {result.manifest['message']}; kept "

@@ -144,7 +144,11 @@ CLIENT_ROUND = Spec("round number t, 1..rounds", "", "int64")
 SWEEP: dict[str, Spec] = {
     "replicate": Spec("replicate index: an independent seed stream of the seed", "", "int64"),
     "run_id": Spec("the run's folder under runs/", "", "string"),
-    "status": Spec("the run's status (completed, diverged, degenerate)", "", "string"),
+    "status": Spec(
+        "the run's status (completed, diverged, degenerate; a privacy_violation run is failed)",
+        "",
+        "string",
+    ),
     "num_clients": Spec("population.clients of the run", "clients", "int64"),
 }
 #: what a swept key column (named by its dotted scenario key) is

@@ -82,6 +82,48 @@ class BudgetExhausted(FedGameError):
     """A privacy accountant was asked to spend beyond a client's budget."""
 
 
+class PrivacyViolation(FedGameError):
+    """The model's own check found clients past their (ε, δ) after a round's charges.
+
+    Raised by :meth:`fedgame.model.FedGameModel.verify_privacy`, whatever plug-in caused it;
+    the run stops with status ``privacy_violation``, keeps its rounds and exits non-zero.
+    """
+
+    def __init__(
+        self,
+        round_: int,
+        ids: Any,
+        spent: Any,
+        bounds: Any,
+        *,
+        why: str = "spent past their budget",
+    ) -> None:
+        self.round = int(round_)
+        self.client_ids = [int(i) for i in ids]
+        self.spent = [float(e) for e in spent]
+        self.bounds = [float(e) for e in bounds]
+        self.why = why
+        shown = ", ".join(
+            f"{i} (ε {e:.6g}, bound {b:.6g})"
+            for i, e, b in zip(self.client_ids[:10], self.spent, self.bounds)
+        )
+        more = f" and {len(self.client_ids) - 10} more" if len(self.client_ids) > 10 else ""
+        super().__init__(
+            f"privacy violation in round {self.round}: clients {shown}{more}: {why} "
+            "(the model's own check after the round's charges)"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records under ``privacy_violation``."""
+        return {
+            "round": self.round,
+            "client_ids": self.client_ids,
+            "epsilon_spent": self.spent,
+            "bound": self.bounds,
+            "why": self.why,
+        }
+
+
 class Interrupted(KeyboardInterrupt):
     """A run or sweep was stopped by a signal (Ctrl-C = SIGINT, or SIGTERM).
 

@@ -41,6 +41,7 @@ from fedgame.privacy.base import (
     charge_columns,
 )
 from fedgame.privacy.budget import PrivacyBudget
+from fedgame.privacy.invariant import PrivacyInvariant
 from fedgame.scenario.build import World, build_world
 from fedgame.scenario.coerce import ScenarioLike, scenario_from
 from fedgame.scenario.output import clients_table_mode
@@ -156,6 +157,10 @@ class FedGameModel(mesa.Model):
             self.privacy.accountant,
             epsilon_total=self.table.epsilon_total,
             delta_total=self.table.delta,
+        )
+        #: the model's own check of every client's (ε, δ) after each round's charges
+        self.invariant = PrivacyInvariant(
+            self.privacy.accountant, epsilon_total=self.table.epsilon_total
         )
         self._prepare_components()  # before budgets: next_charges may need prepared state
         self._refresh_budgets(self.table.client_id)
@@ -477,11 +482,18 @@ class FedGameModel(mesa.Model):
         if plan is not None and self.state.responses is not None:
             sent = self.state.uploaded
             ids = self.state.selected[sent]
+            charges = charge_columns(plan.charges)
+            charges = charges if sent.all() else charges[np.flatnonzero(sent)]
             charged, _ = self.budget.charge_admitted(sent)
+            self.invariant.check(
+                self.state.info.round,
+                released=ids[~charges.free],
+                charged=charged,
+                recorded=self.table.epsilon_spent[charged],
+            )
             recorder = self._release_recorder
             if recorder is not None:  # closed-form ε columns
-                charges = charge_columns(plan.charges)
-                recorder.record_releases(ids, charges if sent.all() else charges[sent])
+                recorder.record_releases(ids, charges)
             self.table.record_release(charged, self.budget.spent[charged])
             self._refresh_budgets(charged)
             delivered = self.state.responses if sent.all() else self.state.responses[sent]

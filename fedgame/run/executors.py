@@ -42,7 +42,8 @@ EXECUTORS = ("local", "ray", "serial")
 
 @dataclass
 class Outcome:
-    """What became of one run: ``status`` is completed, diverged, interrupted or failed.
+    """What became of one run: ``status`` is completed, diverged, degenerate,
+    privacy_violation (a failure: :mod:`fedgame.privacy.invariant`), interrupted or failed.
 
     An interrupted run (its process got SIGINT/SIGTERM) keeps its finished rounds in
     ``result``; ``signum`` is the signal.
@@ -194,7 +195,10 @@ def execute(run: SweepRun) -> Outcome:
             )
     seen = tuple(dict.fromkeys(str(w.message) for w in caught))
     status = str(result.manifest["status"])
-    return Outcome(run, status, result, seconds=time.perf_counter() - started, warnings=seen)
+    error = str(result.manifest["message"]) if status == "privacy_violation" else ""
+    return Outcome(
+        run, status, result, error=error, seconds=time.perf_counter() - started, warnings=seen
+    )
 
 
 def failed(run: SweepRun, error: str) -> Outcome:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from fedgame.errors import DivergenceError, Interrupted
+from fedgame.errors import BudgetExhausted, DivergenceError, Interrupted, PrivacyViolation
 from fedgame.run import store
 from fedgame.run.devices import CUDA_ENV
 from fedgame.run.interrupts import StopOnSignal, signal_of
@@ -67,6 +67,10 @@ def simulate(
 
     When ``out_dir`` is given, results go to ``out_dir/<name>/<run-id>/``. A run whose loss
     turns non-finite stops, keeps the rounds done and is marked ``diverged`` in the manifest.
+    A run whose charges break a client's (ε, δ) (the model's own check,
+    :mod:`fedgame.privacy.invariant`, whatever plug-in caused it) stops the same way, marked
+    ``privacy_violation``, the clients named in the manifest's ``privacy_violation``; the
+    tables keep the rounds before the violating one.
     Degenerate rounds (:mod:`fedgame.game.degeneracy`) are listed in the manifest's
     ``warnings`` (kind -> first round, rounds, message) and named at the end of the progress
     bar; with ``game.stop_on_degenerate`` the run stops after the first one, keeps it and is
@@ -84,6 +88,7 @@ def simulate(
         model = FedGameModel(scenario, replicate=replicate)  # a signal here keeps nothing
         setup_s = time.perf_counter() - started
         status, message, signum = "completed", "", 0
+        violation: dict[str, Any] | None = None
         bar = _progress_bar(scenario, enabled=progress)
         try:
             for _ in range(scenario.rounds):
@@ -103,6 +108,10 @@ def simulate(
         except DivergenceError as exc:
             stop.disarm()
             status, message = "diverged", str(exc)
+        except (PrivacyViolation, BudgetExhausted) as exc:
+            stop.disarm()
+            status, message = "privacy_violation", str(exc)
+            violation = exc.describe() if isinstance(exc, PrivacyViolation) else {"why": str(exc)}
         except KeyboardInterrupt as exc:
             stop.disarm()
             signum = signal_of(exc)
@@ -117,6 +126,8 @@ def simulate(
         result.manifest["timings"]["setup_s"] = setup_s
         if status == "interrupted":
             result.manifest["signal"] = signal.Signals(signum).name
+        if violation is not None:
+            result.manifest["privacy_violation"] = violation
         if out_dir is not None:
             result.run_dir = write_run(result, Path(out_dir), run_id=run_id)
     if status == "interrupted":

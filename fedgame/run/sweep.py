@@ -182,7 +182,7 @@ def run_sweep(
 
     def on_done(outcome: Outcome) -> None:
         write_outcome(outcome, plan.run_dir(outcome.run))
-        if outcome.status in ("failed", "interrupted"):
+        if outcome.status in ("failed", "interrupted", "privacy_violation"):
             summary.failed[outcome.run.run_id] = outcome.error
         else:
             summary.done += 1
