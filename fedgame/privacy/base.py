@@ -59,13 +59,20 @@ class Charge:
 
     def event(self) -> dpa.DpEvent:
         """The release as a ``dp_accounting`` DpEvent (``NoOpDpEvent`` when free)."""
-        return release_event(self.noise, self.noise_multiplier, self.sample_rate, self.steps)
+        return release_event(
+            self.noise,
+            noise_multiplier=self.noise_multiplier,
+            sample_rate=self.sample_rate,
+            steps=self.steps,
+        )
 
 
 FREE = Charge()
 
 
-def release_event(noise: str, noise_multiplier: float, sample_rate: float, steps: int) -> Any:
+def release_event(
+    noise: str, *, noise_multiplier: float, sample_rate: float = 1.0, steps: int = 1
+) -> Any:
     """``steps`` compositions of one noisy step, as a ``dp_accounting`` DpEvent.
 
     gaussian: ``GaussianDpEvent(z)``; subsampled_gaussian: ``PoissonSampledDpEvent(q,
@@ -92,7 +99,9 @@ class Charges(Sequence[Charge]):
     """Several releases as columns, iterable as ``Charge`` objects.
 
     Mechanisms return this from ``plan`` and ``next_charges``; accountants and the budget work
-    on the arrays. ``Charges.of(list)`` converts a list of ``Charge`` objects.
+    on the arrays. ``Charges.of(list)`` converts a list of ``Charge`` objects. The numbers are
+    keyword-only (``Charges("gaussian", noise_multiplier=z, delta=d)``): a multiplier cannot be
+    passed where a sample rate was meant.
     """
 
     __slots__ = _CHARGE_FIELDS
@@ -100,11 +109,11 @@ class Charges(Sequence[Charge]):
     def __init__(
         self,
         noise: str | np.ndarray,
+        *,
         noise_multiplier: np.ndarray | float = math.inf,
         sample_rate: np.ndarray | float = 1.0,
         steps: np.ndarray | int = 1,
         delta: np.ndarray | float = 0.0,
-        *,
         size: int | None = None,
     ) -> None:
         if size is None:
@@ -123,7 +132,7 @@ class Charges(Sequence[Charge]):
         cols = {f: [getattr(c, f) for c in charges] for f in _CHARGE_FIELDS}
         return cls(
             np.array(cols["noise"], dtype=_NOISE_DTYPE),
-            *(np.array(cols[f]) for f in _CHARGE_FIELDS[1:]),
+            **{f: np.array(cols[f]) for f in _CHARGE_FIELDS[1:]},
             size=len(charges),
         )
 
@@ -146,7 +155,9 @@ class Charges(Sequence[Charge]):
 
     def __getitem__(self, index: int | slice | np.ndarray) -> Charge | Charges:
         if isinstance(index, slice | np.ndarray):
-            return Charges(*(getattr(self, f)[index] for f in _CHARGE_FIELDS))
+            return Charges(
+                self.noise[index], **{f: getattr(self, f)[index] for f in _CHARGE_FIELDS[1:]}
+            )
         return Charge(
             noise=str(self.noise[index]),  # type: ignore[arg-type]
             noise_multiplier=float(self.noise_multiplier[index]),
@@ -171,10 +182,10 @@ class Charges(Sequence[Charge]):
         """``n`` writable rows of the free charge."""
         return cls(
             np.full(n, "none", dtype=_NOISE_DTYPE),
-            np.full(n, math.inf),
-            np.ones(n),
-            np.ones(n, dtype=np.int64),
-            np.zeros(n),
+            noise_multiplier=np.full(n, math.inf),
+            sample_rate=np.ones(n),
+            steps=np.ones(n, dtype=np.int64),
+            delta=np.zeros(n),
         )
 
 

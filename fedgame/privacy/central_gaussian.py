@@ -137,7 +137,7 @@ class CentralGaussian:
     def next_charges(self, clients: Sequence[ClientView]) -> Charges:
         if math.isnan(self.z) and len(clients):  # used before the population was sampled
             self.z = max(self.solve_z(c.epsilon_total, c.delta) for c in clients)
-        return Charges("gaussian", self.z, delta=column_of(clients, "delta_round"))
+        return Charges("gaussian", noise_multiplier=self.z, delta=column_of(clients, "delta_round"))
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo

@@ -194,7 +194,7 @@ class PerRoundGaussian:
     def next_charges(self, clients: Sequence[ClientView]) -> Charges:
         eps = np.array([c.epsilon_round for c in clients], dtype=float)
         delta = np.array([c.delta_round for c in clients], dtype=float)
-        return Charges("gaussian", self.multipliers(eps, delta), delta=delta)
+        return Charges("gaussian", noise_multiplier=self.multipliers(eps, delta), delta=delta)
 
     def round_sensitivity(self, clients: Sequence[ClientView]) -> float:
         """Δ for this round's selected clients (see the module docstring)."""
@@ -227,7 +227,7 @@ class PerRoundGaussian:
         self._round, self._ids = info.round, tuple(c.client_id for c in clients)
         self._metrics = ({}, {})
         self._update_norm = None
-        charges = Charges("gaussian", multipliers, delta=delta)
+        charges = Charges("gaussian", noise_multiplier=multipliers, delta=delta)
         return PrivacyPlan(self._ids, charges, np.asarray(sigma, float), self.config.clip)
 
     def clip_updates(self, updates: torch.Tensor) -> torch.Tensor:

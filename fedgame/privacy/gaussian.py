@@ -150,7 +150,7 @@ class GaussianMechanism:
 
     def next_charges(self, clients: Sequence[ClientView]) -> Charges:
         eps, delta = column_of(clients, "epsilon_round"), column_of(clients, "delta_round")
-        return Charges("gaussian", self.multipliers(eps, delta), delta=delta)
+        return Charges("gaussian", noise_multiplier=self.multipliers(eps, delta), delta=delta)
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
@@ -162,7 +162,7 @@ class GaussianMechanism:
             chosen_rho(responses), lambda rows: self.multipliers(eps[rows], delta[rows])
         )
         ids = tuple(ids_of(clients).tolist())
-        charges = Charges("gaussian", z, delta=delta)
+        charges = Charges("gaussian", noise_multiplier=z, delta=delta)
         return PrivacyPlan(ids, charges, z * self.sensitivity, self.config.clip)
 
     def privatise(

@@ -147,7 +147,7 @@ class LocalLaplace(ReleaseSensitivity, PerClientCharges):
         sample = self.config.level == "sample"
         return PrivacyPlan(
             tuple(c.client_id for c in clients),
-            Charges("laplace", 1.0 / eps),
+            Charges("laplace", noise_multiplier=1.0 / eps),
             scale,
             clip=None if sample else self.config.clip,
             per_sample_clip=self.config.clip if sample else None,

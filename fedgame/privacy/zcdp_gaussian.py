@@ -67,7 +67,7 @@ class ZcdpGaussian:
 
     def next_charges(self, clients: Sequence[ClientView]) -> Charges:
         z = 1.0 / math.sqrt(2.0 * self.config.rho)
-        return Charges("gaussian", z, delta=column_of(clients, "delta_round"))
+        return Charges("gaussian", noise_multiplier=z, delta=column_of(clients, "delta_round"))
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
@@ -78,7 +78,7 @@ class ZcdpGaussian:
         sigma = np.sqrt(2.0 * self.config.clip**2 / (rho * sizes**2))  # Eq. 10
         z = 1.0 / np.sqrt(2.0 * rho)  # σ / Δ with Δ = 2C/|D_i|
         ids = tuple(ids_of(clients).tolist())
-        charges = Charges("gaussian", z, delta=column_of(clients, "delta_round"))
+        charges = Charges("gaussian", noise_multiplier=z, delta=column_of(clients, "delta_round"))
         return PrivacyPlan(ids, charges, sigma, self.config.clip)
 
     def privatise(

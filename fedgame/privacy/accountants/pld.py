@@ -39,7 +39,7 @@ MIN_LAPLACE_MULTIPLIER = 0.1
 
 
 @lru_cache(maxsize=512)
-def event_pld(noise: str, z: float, q: float, steps: int, interval: float) -> Any:
+def event_pld(noise: str, *, z: float, q: float, steps: int, interval: float) -> Any:
     """PLD of one release (``steps`` compositions of one step); None when it costs nothing."""
     from dp_accounting.pld import common as pld_common
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
@@ -106,7 +106,8 @@ class _Ledger:
             return float(analytic_gaussian_epsilon(noise_multiplier=z, delta=delta))
         pld = self.other
         if self.inv_z2 > 0.0:
-            gauss = event_pld("gaussian", 1.0 / math.sqrt(self.inv_z2), 1.0, 1, interval)
+            z = 1.0 / math.sqrt(self.inv_z2)
+            gauss = event_pld("gaussian", z=z, q=1.0, steps=1, interval=interval)
             if gauss is math.inf:
                 return math.inf
             pld = pld.compose(gauss)
@@ -142,10 +143,10 @@ class PldAccountant(AccountantBase):
             return None  # composed in closed form by the ledger
         return event_pld(
             charge.noise,
-            float(charge.noise_multiplier),
-            float(charge.sample_rate),
-            int(charge.steps),
-            self.config.value_discretization_interval,
+            z=float(charge.noise_multiplier),
+            q=float(charge.sample_rate),
+            steps=int(charge.steps),
+            interval=self.config.value_discretization_interval,
         )
 
     def start(self, deltas: np.ndarray) -> None:

@@ -42,7 +42,7 @@ def quiet_dp_accounting() -> Iterator[None]:
 
 @lru_cache(maxsize=16384)
 def event_rdp(
-    noise: str, noise_multiplier: float, sample_rate: float, orders: tuple[float, ...]
+    noise: str, *, noise_multiplier: float, sample_rate: float, orders: tuple[float, ...]
 ) -> np.ndarray:
     """RDP curve of one step of a release (its DpEvent with ``steps=1``), read-only."""
     from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
@@ -52,7 +52,9 @@ def event_rdp(
     else:
         accountant = rdp_lib.RdpAccountant(orders=list(orders))
         with quiet_dp_accounting():
-            accountant.compose(release_event(noise, noise_multiplier, sample_rate, 1))
+            accountant.compose(
+                release_event(noise, noise_multiplier=noise_multiplier, sample_rate=sample_rate)
+            )
         out = np.asarray(accountant.rdp, dtype=float)
     out.setflags(write=False)
     return out
@@ -129,7 +131,15 @@ class RdpAccountant(StateAccountant):
         keys = np.stack([codes.astype(float), charges.noise_multiplier, charges.sample_rate], 1)
         uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
         table = np.stack(
-            [event_rdp(str(families[int(c)]), float(z), float(q), self._key) for c, z, q in uniq]
+            [
+                event_rdp(
+                    str(families[int(c)]),
+                    noise_multiplier=float(z),
+                    sample_rate=float(q),
+                    orders=self._key,
+                )
+                for c, z, q in uniq
+            ]
         )
         steps = charges.steps.astype(float)[:, None]
         with np.errstate(invalid="ignore"):

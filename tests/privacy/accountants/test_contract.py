@@ -66,17 +66,18 @@ def test_free_releases_cost_nothing_and_no_noise_costs_everything(name: str) -> 
     acc = fresh(name)
     acc.charge(np.array([0, 1]), Charges("none", size=2))
     assert np.all(acc.epsilon() == 0.0)
-    assert acc.epsilon_if(np.array([1]), Charges("gaussian", 0.0, delta=1e-6))[0] == math.inf
+    free_z = Charges("gaussian", noise_multiplier=0.0, delta=1e-6)
+    assert acc.epsilon_if(np.array([1]), free_z)[0] == math.inf
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_impossible_releases_are_refused(name: str) -> None:
     acc = fresh(name)
     for bad in (
-        Charges("gaussian", -1.0, size=1),
-        Charges("subsampled_gaussian", 1.0, sample_rate=1.5, size=1),
-        Charges("gaussian", 1.0, steps=-1, size=1),
-        Charges("uniform", 1.0, size=1),
+        Charges("gaussian", noise_multiplier=-1.0, size=1),
+        Charges("subsampled_gaussian", noise_multiplier=1.0, sample_rate=1.5, size=1),
+        Charges("gaussian", noise_multiplier=1.0, steps=-1, size=1),
+        Charges("uniform", noise_multiplier=1.0, size=1),
     ):
         with pytest.raises(ValueError):
             acc.epsilon_if(np.array([0]), bad)
@@ -120,3 +121,20 @@ def test_calibrated_noise_fits_exactly_the_planned_releases(name: str, noise: st
         delta=1e-5,
     )
     assert tighter > eps  # and the noise is not larger than it needs to be (1%)
+
+
+def test_the_numbers_of_a_release_are_keyword_only():
+    """A multiplier passed where a sample rate was meant cannot happen silently."""
+    from fedgame.privacy.accountants.pld import event_pld
+    from fedgame.privacy.accountants.rdp import DEFAULT_ORDERS, event_rdp
+    from fedgame.privacy.base import release_event
+
+    with pytest.raises(TypeError):
+        Charges("gaussian", 1.0)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        release_event("gaussian", 1.0, 1.0, 1)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        event_rdp("gaussian", 1.0, 1.0, DEFAULT_ORDERS)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        event_pld("gaussian", 1.0, 1.0, 1, 1e-3)  # type: ignore[misc]
+    assert len(Charges("gaussian", noise_multiplier=1.0, sample_rate=0.5, steps=3)) == 1

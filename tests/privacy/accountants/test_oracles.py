@@ -82,10 +82,10 @@ def test_zcdp_worked_by_hand() -> None:
     # eps(delta = 1e-5) = rho + 2 sqrt(rho ln(1e5)) = 1 + 2 sqrt(11.5129...) = 7.78614 (Prop 1.3)
     acc = make_accountant("zcdp")
     acc.start(np.array([1e-5]))
-    acc.charge(np.array([0, 0]), Charges("gaussian", 1.0, size=2))
+    acc.charge(np.array([0, 0]), Charges("gaussian", noise_multiplier=1.0, size=2))
     assert acc.epsilon()[0] == pytest.approx(1 + 2 * math.sqrt(math.log(1e5)), rel=1e-12)
     # a 0.5-DP Laplace release is (0.5^2 / 2)-zCDP (Prop. 1.4)
-    acc.charge(np.array([0]), Charges("laplace", 2.0, size=1))
+    acc.charge(np.array([0]), Charges("laplace", noise_multiplier=2.0, size=1))
     assert acc.rho()[0] == pytest.approx(1.125)
 
 
