@@ -11,7 +11,6 @@ import dataclasses
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -19,16 +18,14 @@ import mesa
 import numpy as np
 import torch
 
-from fedgame.agents.client import ClientAgent, answers_in_batch, behaviour_type
+from fedgame.agents.client import answers_in_batch, behaviour_type
 from fedgame.agents.roster import ClientRoster
 from fedgame.agents.server import ServerAgent
 from fedgame.agents.table import ClientTable
 from fedgame.collect import ClientTableCollector, declared_columns, round_summary
 from fedgame.errors import DivergenceError
 from fedgame.game.monitor import OffersContest, RoundMonitor
-from fedgame.learning.batched import LocalResult
 from fedgame.mechanisms.base import (
-    FaultDraw,
     ObservesFaults,
     Preparable,
     ReportsClients,
@@ -36,12 +33,10 @@ from fedgame.mechanisms.base import (
 )
 from fedgame.privacy.base import (
     FinalisesAggregate,
-    PrivacyPlan,
     RecordsReleases,
-    charge_columns,
 )
-from fedgame.privacy.budget import PrivacyBudget
-from fedgame.privacy.invariant import PrivacyInvariant
+from fedgame.privacy.releases import Releases
+from fedgame.round_state import AgentGroup, RoundState
 from fedgame.scenario.build import World, build_world
 from fedgame.scenario.coerce import ScenarioLike, scenario_from
 from fedgame.scenario.output import clients_table_mode
@@ -51,46 +46,13 @@ from fedgame.views import (
     ClientValues,
     ClientViews,
     MarketView,
-    Offer,
     Response,
     Responses,
     RoundInfo,
     RoundRecord,
-    Selection,
     SetupContext,
     ids_of,
 )
-
-
-@dataclass
-class RoundState:
-    """What the phases of the current round hand to each other."""
-
-    info: RoundInfo
-    started: float
-    views: ClientViews | None = None
-    offer: Offer = field(default_factory=Offer)
-    selection: Selection = field(default_factory=lambda: Selection(()))
-    #: ``selection.client_ids`` as an array (the clients that train, once the budget admitted)
-    selected: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    local: LocalResult | None = None
-    privacy: PrivacyPlan | None = None
-    responses: Responses | None = None  # of the selected clients, aligned with the plan
-    updates: torch.Tensor | None = None
-    uploaded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    withdrawn_budget: int = 0  # releases the budget refused this round
-    faults: FaultDraw | None = None
-    aggregation_failed: bool = False
-    extra: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class AgentGroup:
-    """The clients of one agent type and whether the type answers as a batch."""
-
-    agent_type: type[ClientAgent]
-    ids: np.ndarray
-    batched: bool
 
 
 class FedGameModel(mesa.Model):
@@ -153,17 +115,10 @@ class FedGameModel(mesa.Model):
         round_extra, client_extra = declared_columns(reporting)
         self.table = ClientTable(self.world.population, extra_columns=client_extra)
         self.groups = self._create_clients()
-        self.budget = PrivacyBudget(
-            self.privacy.accountant,
-            epsilon_total=self.table.epsilon_total,
-            delta_total=self.table.delta,
-        )
-        #: the model's own check of every client's (ε, δ) after each round's charges
-        self.invariant = PrivacyInvariant(
-            self.privacy.accountant, epsilon_total=self.table.epsilon_total
-        )
+        #: budgets, the model's own privacy check and re-planning (the one budget path)
+        self.releases = Releases(self.privacy, self.table)
         self._prepare_components()  # before budgets: next_charges may need prepared state
-        self._refresh_budgets(self.table.client_id)
+        self.releases.refresh(self.table.client_id)
         self.test_accuracy, self.test_loss = self.learner.evaluate()
         self.payments: dict[int, float] = {}
         self.summary: dict[str, Any] = {}
@@ -245,13 +200,6 @@ class FedGameModel(mesa.Model):
         for path, comp in comps.by_path():
             if isinstance(comp, Preparable):
                 comp.prepare(ctx, rng=self.plan.rng("prepare", path))
-
-    def _refresh_budgets(self, ids: np.ndarray) -> None:
-        """Price one more default participation of clients ``ids`` (``epsilon_after_next``)."""
-        if len(ids) == 0:
-            return
-        charges = self.privacy.next_charges(self.table.views(ids))
-        self.table.epsilon_after_next[ids] = self.budget.price(ids, charge_columns(charges))
 
     @cached_property
     def network(self) -> mesa.discrete_space.Network:
@@ -361,55 +309,28 @@ class FedGameModel(mesa.Model):
             )
 
     def phase_train(self) -> None:
-        """5. Batched local training of every selected client (under the privacy plan)."""
+        """5. Batched local training of every selected client, under the privacy plan the
+        budget admits in full (``Releases.admit``: withdrawn releases decline for
+        ``budget``; the selection shrinks to the clients that train)."""
         if len(self.state.selected) == 0:
             return
-        planned = self._plan_privacy(self.state.selected)
-        if planned is None:
-            return
-        plan, responses = planned
-        ids = self.state.selected
-        self.state.privacy, self.state.responses = plan, responses
-        gen = self.plan.torch_generator("training", self.state.info.round, device=self.world.device)
-        self.state.local = self.learner.train(
-            ids, round_index=self.state.info.round - 1, generator=gen, **_training_hooks(plan)
-        )
-        self.table.train_loss[ids] = self.state.local.train_loss.detach().cpu().numpy()
-
-    def _plan_privacy(self, ids: np.ndarray) -> tuple[PrivacyPlan, Responses] | None:
-        """The privacy plan of the selected ``ids`` that the budget admits in full (None when
-        the budget withdrew every one of them: mechanisms are never asked to plan for nobody).
-
-        Every plan goes through ``PrivacyBudget.admit``, which prices the round's releases
-        together with the clients' accountants; releases that would pass a budget are
-        withdrawn (reason ``budget``), the mechanism re-plans without them, and the loop ends
-        when the whole plan fits. Leaves ``state.selected``/``state.selection`` at the clients
-        that train.
-        """
-        while True:
-            responses = self.table.responses(ids)
-            plan = self.privacy.plan(self.table.views(ids), responses, info=self.state.info)
-            if not np.array_equal(np.asarray(plan.client_ids, dtype=np.int64), ids):
-                raise RuntimeError("privacy plan covers other clients than were selected")
-            keep = self.budget.admit(ids, charge_columns(plan.charges))
-            if keep.all():
-                return plan, responses
-            self._withdraw(ids, keep)
-            ids = ids[keep]
+        admitted = self.releases.admit(self.state.selected, self.state.info)
+        self.state.withdrawn_budget += admitted.withdrawn
+        ids = admitted.ids
+        if len(ids) != len(self.state.selected):
             self.state.selected = ids
             self.state.selection = dataclasses.replace(
                 self.state.selection, client_ids=tuple(ids.tolist())
             )
-            if ids.size == 0:
-                return None
-
-    def _withdraw(self, ids: np.ndarray, keep: np.ndarray) -> None:
-        """Record refused releases: a client none of whose releases fits declines (``budget``)."""
-        self.state.withdrawn_budget += int((~keep).sum())
-        out = np.setdiff1d(ids[~keep], ids[keep])
-        self.table.selected[out] = False
-        self.table.participating[out] = False
-        self.table.decline_reason[out] = "budget"
+        plan = admitted.plan
+        if plan is None:
+            return
+        self.state.privacy, self.state.responses = plan, admitted.responses
+        gen = self.plan.torch_generator("training", self.state.info.round, device=self.world.device)
+        self.state.local = self.learner.train(
+            ids, round_index=self.state.info.round - 1, generator=gen, **plan.training_hooks()
+        )
+        self.table.train_loss[ids] = self.state.local.train_loss.detach().cpu().numpy()
 
     def phase_privatise(self) -> None:
         """6. Each selected client clips and noises its update (its privacy mechanism)."""
@@ -481,21 +402,9 @@ class FedGameModel(mesa.Model):
         delivered: Sequence[Response] = ()
         if plan is not None and self.state.responses is not None:
             sent = self.state.uploaded
-            ids = self.state.selected[sent]
-            charges = charge_columns(plan.charges)
-            charges = charges if sent.all() else charges[np.flatnonzero(sent)]
-            charged, _ = self.budget.charge_admitted(sent)
-            self.invariant.check(
-                self.state.info.round,
-                released=ids[~charges.free],
-                charged=charged,
-                recorded=self.table.epsilon_spent[charged],
+            self.releases.settle(
+                plan, self.state.selected, sent, self.state.info, recorder=self._release_recorder
             )
-            recorder = self._release_recorder
-            if recorder is not None:  # closed-form ε columns
-                recorder.record_releases(ids, charges)
-            self.table.record_release(charged, self.budget.spent[charged])
-            self._refresh_budgets(charged)
             delivered = self.state.responses if sent.all() else self.state.responses[sent]
         self.payments = self.server.pay(delivered, self.state.info)
         self.table.settle(self.payments)
@@ -554,13 +463,3 @@ class FedGameModel(mesa.Model):
 def _clip_of(config: Any) -> float:
     """The privacy mechanism's clipping bound C (its ``clip`` setting; 1 when it has none)."""
     return float(dict(config).get("clip", 1.0) or 1.0)
-
-
-def _training_hooks(plan: PrivacyPlan) -> dict[str, Any]:
-    """Learner keywords a privacy plan asks for (per-sample clipping, per-step noise)."""
-    hooks: dict[str, Any] = {}
-    if plan.per_sample_clip is not None:
-        hooks["per_sample_clip"] = plan.per_sample_clip
-    if plan.step_noise_std is not None:
-        hooks["step_noise_std"] = torch.as_tensor(plan.step_noise_std)
-    return hooks

@@ -218,6 +218,17 @@ class PrivacyPlan:
     per_sample_clip: float | None = None
     step_noise_std: np.ndarray | None = None
 
+    def training_hooks(self) -> dict[str, Any]:
+        """Learner keywords this plan asks for (per-sample clipping, per-step noise)."""
+        hooks: dict[str, Any] = {}
+        if self.per_sample_clip is not None:
+            hooks["per_sample_clip"] = self.per_sample_clip
+        if self.step_noise_std is not None:
+            import torch
+
+            hooks["step_noise_std"] = torch.as_tensor(self.step_noise_std)
+        return hooks
+
 
 @runtime_checkable
 class PrivacyMechanism(Protocol):

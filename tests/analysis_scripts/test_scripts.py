@@ -293,20 +293,26 @@ def test_workers_stop_when_the_script_is_killed(tmp_path):
     import time
 
     code = (
-        f"import sys, time; sys.path.insert(0, {str(ANALYSIS)!r}); import _shared\n"
+        f"import pathlib, sys, time; sys.path.insert(0, {str(ANALYSIS)!r}); import _shared\n"
+        "def sleeper(marker):\n"
+        "    pathlib.Path(marker).touch()  # the worker's initialiser has run before any job\n"
+        "    time.sleep(120)\n"
         "if __name__ == '__main__':\n"
-        "    _shared.run_jobs(time.sleep, [120, 120], 2)\n"
+        f"    _shared.run_jobs(sleeper, [{str(tmp_path / 'a')!r}, {str(tmp_path / 'b')!r}], 2)\n"
     )
     script = tmp_path / "sleepers.py"
     script.write_text(code)
     parent = subprocess.Popen([sys.executable, str(script)])
     children: list[int] = []
-    deadline = time.monotonic() + 60
-    while len(children) < 2 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120  # spawned workers start slowly on a loaded machine
+    started = [tmp_path / "a", tmp_path / "b"]
+    while time.monotonic() < deadline:
         time.sleep(0.5)
         children = [p for p in _children(parent.pid) if "spawn_main" in _cmdline(p)]
+        if len(children) == 2 and all(m.exists() for m in started):
+            break
     assert len(children) == 2, "the two workers did not start"
-    time.sleep(1.0)  # the workers' initialiser has run
+    assert all(m.exists() for m in started), "the workers never ran their jobs"
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     deadline = time.monotonic() + 20
