@@ -30,6 +30,7 @@ from fedgame.agents.schema import CLIENT_COLUMNS
 from fedgame.agents.table import ClientTable
 from fedgame.columns import cast_columns
 from fedgame.mechanisms.base import ReportsClients, ReportsRounds
+from fedgame.views import ClientValues
 
 if TYPE_CHECKING:
     from fedgame.model import FedGameModel
@@ -72,6 +73,40 @@ def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]
         if isinstance(comp, ReportsClients):
             clients += [c for c in comp.client_columns if c not in clients]
     return rounds, clients
+
+
+def reporters_of(
+    components: Iterable[object],
+) -> list[tuple[ReportsRounds | None, ReportsClients | None]]:
+    """Each component's declared reporting capabilities, checked once (not each round)."""
+    return [
+        (
+            c if isinstance(c, ReportsRounds) else None,
+            c if isinstance(c, ReportsClients) else None,
+        )
+        for c in components
+    ]
+
+
+def gather_metrics(
+    reporters: Iterable[tuple[ReportsRounds | None, ReportsClients | None]],
+    table: ClientTable,
+    extra: dict[str, float],
+) -> None:
+    """Write the plug-ins' declared metrics of the round: round metrics into ``extra``,
+    client metrics into the table's extra columns (the clients they name are touched)."""
+    for round_reporter, client_reporter in reporters:
+        if round_reporter is not None:
+            extra.update(round_reporter.round_metrics())
+        if client_reporter is None:
+            continue
+        for name, values in client_reporter.client_metrics().items():
+            if isinstance(values, ClientValues):
+                table.extra[name][values.ids] = values.array
+            elif values:
+                ids = np.fromiter(values.keys(), np.int64, len(values))
+                table.touch(ids)
+                table.extra[name][ids] = np.fromiter(values.values(), float, len(values))
 
 
 def round_summary(m: FedGameModel) -> dict[str, Any]:

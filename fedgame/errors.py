@@ -77,6 +77,12 @@ class ScenarioError(FedGameError, ValueError):
 class DivergenceError(FedGameError):
     """Training produced a non-finite loss or model; the run stops and keeps what it had."""
 
+    @classmethod
+    def in_round(cls, round_: int, what: str) -> DivergenceError:
+        return cls(
+            f"round {round_}: {what} (non-finite); lower training.lr or the noise, or clip updates"
+        )
+
 
 class BudgetExhausted(FedGameError):
     """A privacy accountant was asked to spend beyond a client's budget."""

@@ -2,7 +2,8 @@
 
 Agents decide (the server: offer, selection, aggregation, payment; each client: participation
 and privacy level, through its agent type's ``respond``); the one ``BatchedLearner`` computes
-(all selected clients trained at once) and the one ``PrivacyBudget`` prices every release.
+(all selected clients trained at once) and the one release service (``Releases``: budget,
+re-planning, the model's own privacy check) prices, guards and charges every release.
 """
 
 from __future__ import annotations
@@ -18,16 +19,21 @@ import mesa
 import numpy as np
 import torch
 
-from fedgame.agents.client import answers_in_batch, behaviour_type
-from fedgame.agents.roster import ClientRoster
+from fedgame.agents.followers import ask
+from fedgame.agents.roster_model import RosterModel
 from fedgame.agents.server import ServerAgent
 from fedgame.agents.table import ClientTable
-from fedgame.collect import ClientTableCollector, declared_columns, round_summary
+from fedgame.collect import (
+    ClientTableCollector,
+    declared_columns,
+    gather_metrics,
+    reporters_of,
+    round_summary,
+)
 from fedgame.errors import DivergenceError
 from fedgame.game.monitor import OffersContest, RoundMonitor
 from fedgame.mechanisms.base import (
     ObservesFaults,
-    Preparable,
     ReportsClients,
     ReportsRounds,
 )
@@ -36,26 +42,21 @@ from fedgame.privacy.base import (
     RecordsReleases,
 )
 from fedgame.privacy.releases import Releases
-from fedgame.round_state import AgentGroup, RoundState
-from fedgame.scenario.build import World, build_world
+from fedgame.round_state import RoundState
+from fedgame.scenario.build import World, build_world, prepare_components
 from fedgame.scenario.coerce import ScenarioLike, scenario_from
 from fedgame.scenario.output import clients_table_mode
 from fedgame.scenario.schema import Scenario
 from fedgame.seeding import SeedPlan
 from fedgame.views import (
-    ClientValues,
-    ClientViews,
     MarketView,
     Response,
-    Responses,
     RoundInfo,
     RoundRecord,
-    SetupContext,
-    ids_of,
 )
 
 
-class FedGameModel(mesa.Model):
+class FedGameModel(RosterModel):
     """A DP federated-learning game: a server agent and ``population.clients`` client agents.
 
     Args:
@@ -105,7 +106,7 @@ class FedGameModel(mesa.Model):
         self.monitor = RoundMonitor(
             resolved.game,
             contest=isinstance(comps.incentive, OffersContest),
-            clip=_clip_of(resolved.config("privacy")),
+            clip=float(dict(resolved.config("privacy")).get("clip", 1.0) or 1.0),
             incentive=comps.incentive,
         )
         plugins = [c for _, c in comps.by_path()]
@@ -114,26 +115,20 @@ class FedGameModel(mesa.Model):
         self.previous: RoundRecord | None = None  # what everyone saw of the last round
         round_extra, client_extra = declared_columns(reporting)
         self.table = ClientTable(self.world.population, extra_columns=client_extra)
-        self.groups = self._create_clients()
+        self.groups = self._create_clients(self.world.behaviours, self.table)
         #: budgets, the model's own privacy check and re-planning (the one budget path)
         self.releases = Releases(self.privacy, self.table)
-        self._prepare_components()  # before budgets: next_charges may need prepared state
+        # before budgets: next_charges may need prepared state
+        prepare_components(self.world, self.table.views(), plan=self.plan, rounds=resolved.rounds)
         self.releases.refresh(self.table.client_id)
         self.test_accuracy, self.test_loss = self.learner.evaluate()
         self.payments: dict[int, float] = {}
-        self.summary: dict[str, Any] = {}
         self.state = RoundState(
             RoundInfo(0, resolved.rounds, len(self.clients)), time.perf_counter()
         )
         self.round_wall_time = 0.0
         # declared capabilities, checked once here (not each round)
-        self._reporters: list[tuple[ReportsRounds | None, ReportsClients | None]] = [
-            (
-                c if isinstance(c, ReportsRounds) else None,
-                c if isinstance(c, ReportsClients) else None,
-            )
-            for c in reporting
-        ]
+        self._reporters = reporters_of(reporting)
         self._observers = [c for c in plugins if isinstance(c, ObservesFaults)]
         self._finaliser = self.privacy if isinstance(self.privacy, FinalisesAggregate) else None
         self._release_recorder = self.privacy if isinstance(self.privacy, RecordsReleases) else None
@@ -143,63 +138,6 @@ class FedGameModel(mesa.Model):
         self.summary = round_summary(self)
         self.datacollector.collect(self)  # step 0: the model as built (Mesa's convention)
         self.running = True
-
-    def _create_clients(self) -> tuple[AgentGroup, ...]:
-        """One Mesa agent type per behaviour; the agents (``ClientRoster``) are created in
-        client-id order when first needed, at once here if a type answers agent by agent."""
-        groups = []
-        types = {}
-        for group in self.world.behaviours:
-            types[group.label] = behaviour_type(group.label, group.decision, params=group.params)
-        self._roster = ClientRoster(self, self.table, types)
-        for group in self.world.behaviours:
-            agent_type = types[group.label]
-            groups.append(AgentGroup(agent_type, group.ids, answers_in_batch(agent_type)))
-        if not all(g.batched for g in groups):
-            self._roster.materialise()
-        return tuple(groups)
-
-    @property
-    def clients(self) -> ClientRoster:
-        """The client agents in client-id order (created on first use)."""
-        return self._roster
-
-    @property
-    def agents(self) -> mesa.agent.AgentSet:
-        """Mesa's set of every agent (the client agents are created first if needed)."""
-        self._roster.materialise()
-        return super().agents
-
-    @property
-    def agents_by_type(self) -> dict[type[mesa.Agent], mesa.agent.AgentSet]:
-        """Mesa's agents per type, every client of a behaviour type included."""
-        self._roster.materialise()
-        return super().agents_by_type
-
-    @property
-    def agent_types(self) -> list[type]:
-        self._roster.materialise()
-        return super().agent_types
-
-    def _prepare_components(self) -> None:
-        """Call each plug-in's ``prepare`` once (its declared capability), own random stream."""
-        comps = self.world.components
-        ctx = SetupContext(
-            num_clients=len(self.clients),
-            rounds=self.scenario.rounds,
-            clients=self.table.views(),
-            graph=self.world.graph,
-            planned_participations=self.world.planned_participations,
-            incentive=comps.incentive,
-            selection=comps.selection,
-            privacy=comps.privacy,
-            aggregation=comps.aggregation,
-            faults=comps.faults,
-            learner=self.learner,
-        )
-        for path, comp in comps.by_path():
-            if isinstance(comp, Preparable):
-                comp.prepare(ctx, rng=self.plan.rng("prepare", path))
 
     @cached_property
     def network(self) -> mesa.discrete_space.Network:
@@ -252,38 +190,9 @@ class FedGameModel(mesa.Model):
         self.monitor.at_play(self.table)
 
     def phase_respond(self) -> None:
-        """3. Followers decide participation and privacy level: each agent type's ``respond``.
-
-        Unreachable clients decline (``unreachable``), clients the leader excluded decline
-        (``excluded``); the others are asked, a whole agent type at once when its policy
-        answers in batch, else one agent at a time.
-        """
-        table, offer = self.table, self.state.offer
-        market = self._market()
-        eligible = table.link_up.copy()
-        if offer.excluded:
-            excluded = np.fromiter(offer.excluded, np.int64, len(offer.excluded))
-            table.decline_reason[excluded] = "excluded"
-            eligible[excluded] = False
-        everyone = bool(eligible.all())
-        if not everyone:
-            table.decline_reason[~table.link_up] = "unreachable"
-        for group in self.groups:
-            ids = group.ids if everyone else group.ids[eligible[group.ids]]
-            if len(ids) == 0:
-                continue
-            if group.batched:
-                # ids are sorted and distinct: all N of them are every client (plain copies)
-                views = table.views() if len(ids) == len(table) else table.views(ids)
-                responses = group.agent_type.policy.respond_all(offer, clients=views, market=market)
-            else:
-                clients = self.clients
-                responses = Responses.of([clients[i].respond(offer, market) for i in ids.tolist()])
-            if not np.array_equal(ids_of(responses), ids):
-                raise RuntimeError(
-                    f"{group.agent_type.__name__} answered for other clients than it was asked"
-                )
-            table.record_responses(responses, fresh=True)
+        """3. Followers decide participation and privacy level: each agent type's ``respond``
+        (unreachable and excluded clients decline; :func:`fedgame.agents.followers.ask`)."""
+        ask(self.groups, self.table, self.clients, self.state.offer, self._market())
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""
@@ -369,32 +278,24 @@ class FedGameModel(mesa.Model):
                 self.table.views(selected[~ok]),
                 self.state.info,
             )
-            if delta is None:
-                self.state.aggregation_failed = True
-                return
-            if self._finaliser is not None and self.state.privacy is not None:
+            plan = self.state.privacy
+            if delta is not None and self._finaliser is not None and plan is not None:
                 gen = self.plan.torch_generator(
                     "noise", self.state.info.round, "central", device=self.world.device
                 )
-                delta = self._finaliser.finalise(
-                    delta, self.state.privacy, num_received=len(ids), generator=gen
-                )
-                if delta is None:  # e.g. secure aggregation could not unmask the sum
-                    self.state.aggregation_failed = True
-                    return
+                delta = self._finaliser.finalise(delta, plan, num_received=len(ids), generator=gen)
+            if delta is None:  # the aggregate failed (e.g. secure aggregation did not unmask)
+                self.state.aggregation_failed = True
+                return
             try:
                 self.learner.apply_update(delta)
                 self.test_accuracy, self.test_loss = self.learner.evaluate()
             except DivergenceError as exc:
-                raise self._diverged(str(exc)) from None
+                raise DivergenceError.in_round(self.state.info.round, str(exc)) from None
         if not math.isfinite(self.test_loss):
-            raise self._diverged(f"test loss became {self.test_loss}")
-
-    def _diverged(self, what: str) -> DivergenceError:
-        return DivergenceError(
-            f"round {self.state.info.round}: {what} (non-finite); "
-            "lower training.lr or the noise, or clip updates"
-        )
+            raise DivergenceError.in_round(
+                self.state.info.round, f"test loss became {self.test_loss}"
+            )
 
     def phase_settle(self) -> None:
         """9. Privacy accounting for released updates, payments and utilities."""
@@ -416,18 +317,7 @@ class FedGameModel(mesa.Model):
         round ends the run when the scenario says ``game.stop_on_degenerate``.
         """
         self.monitor.check(self)
-        for round_reporter, client_reporter in self._reporters:
-            if round_reporter is not None:
-                self.extra.update(round_reporter.round_metrics())
-            if client_reporter is not None:
-                for name, values in client_reporter.client_metrics().items():
-                    if isinstance(values, ClientValues):
-                        self.table.extra[name][values.ids] = values.array
-                    elif values:
-                        column = self.table.extra[name]
-                        ids = np.fromiter(values.keys(), np.int64, len(values))
-                        self.table.touch(ids)
-                        column[ids] = np.fromiter(values.values(), float, len(values))
+        gather_metrics(self._reporters, self.table, self.extra)
         self.round_wall_time = time.perf_counter() - self.state.started
         self.summary = round_summary(self)
         self.datacollector.collect(self)
@@ -440,14 +330,9 @@ class FedGameModel(mesa.Model):
         if self.monitor.stop_requested:
             self.running = False
 
-    def _views(self) -> ClientViews:
-        views = self.state.views
-        return views if views is not None else self.table.views()
-
     def _market(self) -> MarketView:
-        return MarketView(
-            self._views(), self.state.info, game=self.scenario.game, previous=self.previous
-        )
+        views = self.state.views if self.state.views is not None else self.table.views()
+        return MarketView(views, self.state.info, game=self.scenario.game, previous=self.previous)
 
     # ------------------------------------------------------------------ summaries
     @property
@@ -458,8 +343,3 @@ class FedGameModel(mesa.Model):
     @property
     def epsilon_spent(self) -> np.ndarray:
         return self.table.epsilon_spent.copy()
-
-
-def _clip_of(config: Any) -> float:
-    """The privacy mechanism's clipping bound C (its ``clip`` setting; 1 when it has none)."""
-    return float(dict(config).get("clip", 1.0) or 1.0)

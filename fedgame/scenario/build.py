@@ -7,7 +7,7 @@ seed rebuild the same world.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,9 +25,11 @@ from fedgame.errors import ScenarioError
 from fedgame.learning.batched import BatchedLearner
 from fedgame.learning.device import device_name
 from fedgame.learning.models import init_parameters
+from fedgame.mechanisms.base import Preparable
 from fedgame.scenario import behaviours
 from fedgame.scenario.schema import Scenario
 from fedgame.seeding import SeedPlan
+from fedgame.views import ClientView, SetupContext
 
 
 @dataclass(frozen=True)
@@ -202,3 +204,27 @@ def build_world(scenario: Scenario, *, plan: SeedPlan) -> World:
     return World(
         dataset, parts, learner, population, groups, graph, components, device, participations
     )
+
+
+def prepare_components(
+    world: World, clients: Sequence[ClientView], *, plan: SeedPlan, rounds: int
+) -> None:
+    """Call each plug-in's ``prepare`` once (its declared capability), each with its own
+    random stream (``prepare``, its scenario path), in the components' path order."""
+    comps = world.components
+    ctx = SetupContext(
+        num_clients=len(clients),
+        rounds=rounds,
+        clients=clients,
+        graph=world.graph,
+        planned_participations=world.planned_participations,
+        incentive=comps.incentive,
+        selection=comps.selection,
+        privacy=comps.privacy,
+        aggregation=comps.aggregation,
+        faults=comps.faults,
+        learner=world.learner,
+    )
+    for path, comp in comps.by_path():
+        if isinstance(comp, Preparable):
+            comp.prepare(ctx, rng=plan.rng("prepare", path))
