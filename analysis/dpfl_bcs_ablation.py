@@ -218,6 +218,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     import sys
     import time
 
+    from fedgame.analysis.totals import round_mean
+
     started = time.perf_counter()
     result = _shared.simulate(job["scenario"])
     took = time.perf_counter() - started
@@ -232,7 +234,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     spent = (last["epsilon_spent"] / last["epsilon_total"]).mean()
     keys = ("row", "variant", "seed")
     return {k: job[k] for k in keys} | {
-        "accuracy": float(rounds["test_accuracy"].iloc[-5:].mean()),
+        "accuracy": round_mean(rounds["test_accuracy"].iloc[-5:]).value,
         "noise_var": total,
         "noise_var_stage1": stage1,
         "eps_spent_share": float(spent),

@@ -75,6 +75,8 @@ def first_round_below(rounds: Any, fraction: float, total: int) -> float:
 
 def summary(rounds: Any, clients: Any) -> Any:
     """One row per client group: ε spent, budget use, participations, closed form, timing."""
+    from fedgame.analysis.totals import round_mean
+
     n = clients["client_id"].nunique()
     last = clients[clients["round"] == clients["round"].max()].copy()
     last["group"] = (last["epsilon_total"] < SENSITIVE).map({True: "sensitive", False: "relaxed"})
@@ -88,7 +90,7 @@ def summary(rounds: Any, clients: Any) -> Any:
         closed_form_median=("epsilon_closed_form", "median"),
         participations_mean=("participations", "mean"),
     )
-    table["final_accuracy"] = rounds["test_accuracy"].tail(10).mean()
+    table["final_accuracy"] = round_mean(rounds["test_accuracy"].tail(10)).value
     table["round_active_below_90pct"] = first_round_below(rounds, 0.9, n)
     table["round_active_below_50pct"] = first_round_below(rounds, 0.5, n)
     table["active_at_end"] = rounds["active_clients"].iloc[-1]

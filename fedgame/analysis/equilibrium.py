@@ -9,7 +9,10 @@ R_t, ``sum_rho`` Σρ, ``welfare``, ``server_cost`` (the leader's cost), ``clien
 ``nash_gap_max``, ``nash_gap_norm_max``, ``eq_distance``) plus ones every run has
 (``participation`` = participants / clients, ``reward_total`` = payments,
 ``test_accuracy``). Missing columns are skipped, so the functions work on any sweep.
-:func:`tail_means` keeps the plain mean of the last rounds, for comparison.
+:func:`tail_means` keeps the plain mean of the last rounds, for comparison. A mean over
+rounds of which one has no value (NaN: e.g. the server cost or ``eq_distance`` of a round
+without a delivered budget) is NaN, never a mean over the other rounds
+(:mod:`fedgame.analysis.totals`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pandas as pd
 
 from fedgame.analysis.convergence import Criteria, detect
 from fedgame.analysis.summary import aggregate
+from fedgame.analysis.totals import round_mean
 
 #: per-round columns read when present, in display order
 EQUILIBRIUM_COLUMNS = (
@@ -53,7 +57,8 @@ def tail_means(rounds: pd.DataFrame, *, last: int = 5) -> pd.DataFrame:
     frame = with_participation(rounds)
     cols = [c for c in EQUILIBRIUM_COLUMNS if c in frame]
     tail = frame.sort_values("round").groupby("run_id", sort=False).tail(last)
-    return tail.groupby("run_id", sort=False)[cols].mean().reset_index()
+    means = tail.groupby("run_id", sort=False)[cols].agg(lambda x: round_mean(x).value)
+    return means.reset_index()
 
 
 def settled_means(rounds: pd.DataFrame, criteria: Criteria | None = None) -> pd.DataFrame:
@@ -72,7 +77,7 @@ def settled_means(rounds: pd.DataFrame, criteria: Criteria | None = None) -> pd.
             "stationary_round": verdict.stationary_round,
         }
         stretch = run[run["round"] >= verdict.round] if verdict.converged else run.iloc[:0]
-        row |= {c: float(stretch[c].mean()) if len(stretch) else math.nan for c in cols}
+        row |= {c: round_mean(stretch[c]).value if len(stretch) else math.nan for c in cols}
         rows.append(row)
     return pd.DataFrame(rows, columns=["run_id", *CONVERGENCE_COLUMNS, *cols])
 
