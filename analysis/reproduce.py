@@ -180,7 +180,12 @@ def holdout_cell(c: dict[str, Any]) -> str:
     parts, differs = [], False
     for h in c.get("holdout_results", []):
         if h.get("verdict") is None:
-            parts.append(f"{h['label']}: hold-out not run")
+            ran = h.get("ran", False)
+            parts.append(
+                f"{h['label']}: not evaluated (the hold-out's runs do not include this claim's)"
+                if ran
+                else f"{h['label']}: hold-out not run"
+            )
             continue
         same = h["verdict"] == c["verdict"]
         differs |= not same
@@ -193,10 +198,10 @@ def holdout_cell(c: dict[str, Any]) -> str:
     if differs:
         tail = "**depends on the setting**"
     elif ran:
-        tail = "same verdict on every hold-out run"
+        tail = "same verdict on every hold-out that evaluates it"
     else:
-        tail = "hold-outs not run"
-    return "; ".join(parts) + f"; {tail}"
+        tail = "no hold-out evaluates it"
+    return "<br>".join([*parts, tail])
 
 
 def claims_table(claims: list[dict[str, Any]], *, link_prefix: str = "") -> str:
@@ -249,6 +254,7 @@ def with_holdouts(folder: Path, claims: list[dict[str, Any]]) -> list[dict[str, 
                     "verdict": got["verdict"] if got else None,
                     "measured": got["measured"] if got else "",
                     "seeds": got["seeds"] if got else "",
+                    "ran": h["key"] in found,
                     "command": got["command"] if got else h["command"],
                 }
             )

@@ -91,9 +91,12 @@ def test_every_reproductions_row_names_a_command_that_parses():
             assert holdouts == "–" and row[header.index("rule")] == "–"
             continue
         assert len(row[header.index("rule")]) > 15, row
-        assert holdouts.count("seeds ") >= 2, row  # at least two hold-out settings
+        entries = holdouts.split("<br>")[:-1]  # the last part says whether they agree
+        assert len(entries) >= 2, row  # at least two hold-out settings
         assert "hold-out not run" not in holdouts, row
-        assert len(commands) >= 3, row  # the default and two hold-outs'
+        evaluated = [e for e in entries if "not evaluated" not in e]
+        assert all(re.search(r", seeds \d+-\d+: ", e) for e in evaluated), row
+        assert len(commands) == 1 + len(evaluated), row  # the default's and each hold-out's
 
 
 def test_every_paper_has_rows_and_not_run_rows_say_why():
