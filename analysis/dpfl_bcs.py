@@ -81,7 +81,8 @@ def scenario(base: dict, job: dict[str, Any]) -> dict[str, Any]:
         budget["epsilon"] = {"dist": "uniform", "low": 0.1, "high": job["eps_max"]}
     d["population"] = {**base["population"], "clients": job["clients"], "budget": budget}
     d["data"] = {**base["data"], "dataset": job["dataset"]}
-    d["data"]["partition"] = {**base["data"]["partition"], "alpha": job["alpha"]}
+    if "alpha" in job:  # dpfl_bcs_ablation's jobs keep the scenario's α
+        d["data"]["partition"] = {**base["data"]["partition"], "alpha": job["alpha"]}
     d["training"] = {**base["training"], "lr": 0.5}
     d["privacy"] = {**base["privacy"], "c2": C2, "participations": "auto"}
     variant = job["variant"]

@@ -139,9 +139,10 @@ def test_the_issue_31_statements_follow_their_tables(quick):
     bcs = claims("dpfl_bcs")
     assert "chance" in bcs["dpfl_bcs/lm_worse_than_gm"]["rule"]["text"]
     assert bcs["dpfl_bcs/small_alpha_gain"]["verdict"] != "not run"  # Fig. 5's α end is run
-    assert "plateau" in claims("queries_replies")["queries_replies/t_star_near_peak_eps_5"][
-        "rule"
-    ]["text"]
+    assert (
+        "plateau"
+        in claims("queries_replies")["queries_replies/t_star_near_peak_eps_5"]["rule"]["text"]
+    )
     qi = claims("qi_dpfl")
     assert "uninformative" in qi["qi_dpfl/qi_close_to_max_lam_0.01"]["rule"]["text"]
     assert "same rounds" in qi["qi_dpfl/cost_order"]["rule"]["text"]
@@ -411,6 +412,21 @@ def test_bad_override_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "training.lr" in proc.stderr
     assert not out.exists()
+
+
+def test_dpfl_bcs_runs_the_mechanisms_asked_for(tmp_path):
+    """--mechs GM (the hold-outs') runs no Laplace arm and makes no Laplace claim; an unknown
+    mechanism is a one-line error before anything runs."""
+    proc = run("dpfl_bcs", "--quick", "--dataset", "digits", "--mechs", "GM,XM")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "--mechs" in proc.stderr and "GM, LM" in proc.stderr
+    proc = run(
+        "dpfl_bcs", "--quick", "--dataset", "digits", "--mechs", "GM", "--out", str(tmp_path)
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert set(pd.read_csv(tmp_path / "runs.csv")["mech"]) == {"GM", "-"}
+    keys = {c["key"] for c in json.loads((tmp_path / "claims.json").read_text())}
+    assert "dpfl_bcs/gm_bcs_vs_weiavg" in keys and not any("lm_" in k for k in keys)
 
 
 def test_bad_flag_is_argparse_exit_2():
