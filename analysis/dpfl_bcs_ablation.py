@@ -263,7 +263,10 @@ def main() -> None:
     print(f"{NAME}: {len(rows)} rows, {len(jobs)} runs", flush=True)
     report = _shared.Report(NAME, args)
     report.rows = run_unique(jobs, args)
-    summarise(report, rows, {j["row"]: j for j in jobs})
+    from fedgame.analysis.guarantee import epsilon_header
+
+    kinds = epsilon_header("ε spent WeiAvg / BCS", [j["scenario"]["privacy"] for j in jobs])
+    summarise(report, rows, {j["row"]: j for j in jobs}, kinds)
     report.write()
 
 
@@ -288,7 +291,12 @@ HEADER = (
 )
 
 
-def summarise(report: _shared.Report, rows: list[Row], first: dict[str, dict]) -> None:
+def summarise(
+    report: _shared.Report,
+    rows: list[Row],
+    first: dict[str, dict],
+    eps_head: str = "ε spent WeiAvg / BCS",
+) -> None:
     """One table per ``Row.table`` that has rows here: a line per row, paired BCS − WeiAvg
     over seeds."""
     import pandas as pd
@@ -299,7 +307,7 @@ def summarise(report: _shared.Report, rows: list[Row], first: dict[str, dict]) -
             line(row, df[df.row == row.key], first[row.key]) for row in rows if row.table == table
         ]
         if lines:
-            report.table(table, title, HEADER, lines)
+            report.table(table, title, [*HEADER[:-1], eps_head], lines)
 
 
 def line(row: Row, sel: Any, job: dict[str, Any]) -> list[Any]:

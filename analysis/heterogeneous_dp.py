@@ -180,10 +180,14 @@ def main() -> None:
     for (label, group), sel in per_seed.groupby(["run", "group"], sort=False):
         cells = [t_interval(sel[m]).format(3) for m in METRICS]
         rows.append([label, group, int(sel["clients"].mean()), *cells])
+    from fedgame.analysis.guarantee import epsilon_kind
+
+    kind = epsilon_kind(read_raw(SCENARIO).get("privacy"))
+    names = [f"{m} ({kind})" if m.startswith("eps_") else m for m in METRICS]
     report.table(
         "summary",
         "Per client group, mean ± 95% CI over seeds",
-        ["run", "group", "clients", *METRICS],
+        ["run", "group", "clients", *names],
         rows,
     )
     report.write()

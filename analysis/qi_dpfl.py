@@ -77,9 +77,7 @@ SELECT_WHY = (
 #: stronger label skew on other seeds again)
 HOLDOUTS = (
     _shared.Holdout("seeds", "other seeds", ("--first-seed", "12345")),
-    _shared.Holdout(
-        "alpha", "Dirichlet α = 0.3", ("--alpha", "0.3", "--first-seed", "777")
-    ),
+    _shared.Holdout("alpha", "Dirichlet α = 0.3", ("--alpha", "0.3", "--first-seed", "777")),
 )
 #: the tolerance of "QI-DPFL ≈ Max-select" and "≈ FedAvg-select", in points
 TOLERANCE = 1.0
