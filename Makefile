@@ -8,7 +8,7 @@ LOCK := requirements-test.txt
 #: the extras the test suite needs: lint/type/test tools, Ray, the dashboard
 TEST_EXTRAS := dev,distributed,viz
 
-.PHONY: install install-dev run test test-latest lock check bench reproduce
+.PHONY: install install-dev run test test-latest lock check docs-api docs-columns bench reproduce
 
 # What the quickstart needs: the pinned torch (CPU wheel where one is found) and fedgame itself.
 install:
@@ -53,16 +53,40 @@ run: install
 
 test: install-dev check
 
-# ruff + mypy + pytest, without installing anything first. The suite runs on one pytest-xdist
-# worker per core (one torch thread each); tests sharing an expensive module fixture stay on one
-# worker (`xdist_group`).
+# ruff + mypy + the API reference (no pdoc warning) + pytest, without installing anything
+# first. The suite runs on one pytest-xdist worker per core (one torch thread each); tests
+# sharing an expensive module fixture stay on one worker (`xdist_group`).
 check:
 	$(PYTHON) -m ruff check fedgame tests bench analysis
 	$(PYTHON) -m mypy
+	$(MAKE) --no-print-directory docs-api PYTHON=$(PYTHON)
 	$(PYTHON) -m pytest -n auto --dist loadgroup
+
+#: what the API reference documents: fedgame and each of its top-level modules and packages
+#: (pdoc recurses into a package, and reaches fedgame.run through fedgame's __all__)
+API_MODULES = $(shell $(PYTHON) -c "import pkgutil, fedgame; print(' '.join(['fedgame'] + \
+	sorted('fedgame.' + m.name for m in pkgutil.iter_modules(fedgame.__path__) \
+	if m.name not in ('run', '__main__'))))")
+
+# The API reference, generated from the docstrings by pdoc (Google style) into build/api/
+# (open build/api/index.html); any warning pdoc prints (a module that does not import, a
+# docstring it cannot read, a module documented twice) fails the target.
+docs-api:
+	rm -rf build/api
+	@mkdir -p build
+	$(PYTHON) -m pdoc --docformat google --output-directory build/api $(API_MODULES) \
+		2> build/api-warnings.txt || { cat build/api-warnings.txt; exit 1; }
+	@if [ -s build/api-warnings.txt ]; then cat build/api-warnings.txt; \
+		echo "docs-api: pdoc warned (above)"; exit 1; fi
+	@echo "API reference: build/api/index.html"
 
 bench:
 	$(PYTHON) bench/round_speed.py
+
+# docs/columns.md: the column dictionary of rounds/clients/sweep.parquet, generated from the
+# client schema, the collector and the plug-ins' declarations (tests/test_columns.py checks it)
+docs-columns:
+	$(PYTHON) -m fedgame.columns > docs/columns.md
 
 # Rerun every paper's analysis and ablation (2 h 18 min on 2 idle cores) and regenerate the tables
 # and figures in docs/ (not part of `make test`; `python analysis/reproduce.py --quick` is the

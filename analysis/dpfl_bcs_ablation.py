@@ -229,7 +229,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     total, stage1 = released_variance(job, clients)
     up = clients[clients["uploaded"].astype(bool)]
     stage2 = up[up["round"] > job["t0"]]["client_id"].nunique()
-    at_bound = rounds["bcs_p2_at_bound"].max() if "bcs_p2_at_bound" in rounds else 0.0
+    # a boolean column, empty (<NA>) in the rounds before the fit
+    at_bound = "bcs_p2_at_bound" in rounds and bool(rounds["bcs_p2_at_bound"].eq(1).any())
     last = clients[clients["round"] == clients["round"].max()]
     spent = (last["epsilon_spent"] / last["epsilon_total"]).mean()
     keys = ("row", "variant", "seed")
@@ -239,7 +240,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         "noise_var_stage1": stage1,
         "eps_spent_share": float(spent),
         "stage2_clients": int(stage2),
-        "p2_at_bound": bool(at_bound == 1.0),
+        "p2_at_bound": at_bound,
         "status": result.manifest["status"],
         "wall_s": took,
     }

@@ -98,7 +98,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     def total(col: str) -> float:  # refused (NaN) when a round has no value
         return round_total(r[col]).value if col in r else float("nan")
 
-    kinds = sorted({k for text in r["degenerate_reason"] for k in str(text).split(",") if k})
+    kinds = sorted({k for text in r["degenerate_reason"] for k in str(text).split(";") if k})
     summary = {k: job[k] for k in ("lam", "cell", "seed")} | {
         "accuracy": float(r["test_accuracy"].iloc[-1]),
         "reward_half": mean("reward"),

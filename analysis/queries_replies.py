@@ -102,7 +102,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
 
         torch.set_num_threads(1)
         model = FedGameModel(validate(job["scenario"]))
-        planner = model.world.components["selection"]
+        planner = model.world.components.selection
         c = planner.constants
         mu = c.get("strong_convexity", 0.0)
         gamma = 2 * c["smoothness"] / mu if mu > 0 else float("nan")

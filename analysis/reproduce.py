@@ -53,6 +53,7 @@ SCRIPTS = {
     "sweep_population_stragglers": False,
     "stragglers_topology_learning": False,
     "qi_dpfl_populations": True,
+    "belief_explore": False,
     "lightdp_ablation": True,
     "privacy_aware_ablation": True,
     "dpfl_bcs_ablation": True,

@@ -88,7 +88,7 @@ def per_run(rounds: Any, keys: list[str]) -> Any:
             {
                 k
                 for text in r.get("degenerate_reason", pd.Series(dtype=str))
-                for k in str(text).split(",")
+                for k in str(text).split(";")
                 if k
             }
         )

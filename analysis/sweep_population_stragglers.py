@@ -65,8 +65,10 @@ def main() -> None:
         folder = summary.sweep_dir
     sweep = load_sweep(folder)
     eq = equilibrium_table(sweep.rounds, by=[X, Y])
-    cols = [X, Y, "n", "converged", "converged_round", "reward", "sum_rho", "participation"]
-    cols += ["welfare", "server_cost", "client_surplus", "nash_gap_max"]
+    eq["runs behind the values"] = eq["reward_n"] if "reward_n" in eq else eq["n"]
+    cols = [X, Y, "n", "converged", "runs behind the values", "converged_round", "trend"]
+    cols += ["reward", "sum_rho", "participation", "welfare", "server_cost", "client_surplus"]
+    cols += ["nash_gap_max", "final_accuracy"]
     shown = eq[[c for c in cols if c in eq]]
     report.table(
         "equilibrium",
@@ -74,8 +76,10 @@ def main() -> None:
         list(shown.columns),
         shown.round(4).itertuples(index=False),
     )
-    # QI-DPFL's reward grows every round, so runs rarely converge and the converged-stretch
-    # means above are mostly empty: responses and the Σρ map use each run's last 5 rounds.
+    # QI-DPFL's reward grows every round: runs converge around that trend where the best
+    # responders play the equilibrium (no stragglers), not where they ignore stragglers, so
+    # the converged-stretch means above are empty for half the grid: responses and the Σρ
+    # map use each run's last 5 rounds.
     late = late_round_means(sweep.rounds, by=[X, Y])
     resp = response(late, x=X)
     report.table(

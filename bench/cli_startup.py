@@ -1,4 +1,5 @@
-"""Start-up time of the commands that only read and check: ``--help``, ``validate``, ``list``.
+"""Start-up time of the commands that only read and check: ``--help``, ``validate``, ``list``,
+``explain``, ``scenarios``.
 
 Each command runs ``REPEATS`` times in a fresh interpreter (``python -m fedgame ...``), after
 one untimed run that fills a bytecode cache (``PYTHONPYCACHEPREFIX``, a temporary folder, as an
@@ -33,6 +34,8 @@ COMMANDS = {
     "fedgame list": ["list"],
     "fedgame list --verbose": ["list", "--verbose"],
     "fedgame explain privacy gaussian": ["explain", "privacy", "gaussian"],
+    "fedgame explain scenario": ["explain", "scenario"],
+    "fedgame scenarios": ["scenarios"],
 }
 
 

@@ -56,6 +56,11 @@ if TYPE_CHECKING:
     from fedgame.scenario.schema import Scenario
 
 
+def _load_plugins() -> None:
+    """The registry's loader: import the built-in plug-ins and the entry points."""
+    importlib.import_module("fedgame.plugins").load_all()
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
@@ -84,3 +89,12 @@ class _Package(ModuleType):
 
 
 sys.modules[__name__].__class__ = _Package
+
+
+def _install_loader() -> None:
+    import fedgame.registry as registry
+
+    registry.set_loader(_load_plugins)
+
+
+_install_loader()

@@ -1,4 +1,5 @@
-"""Command line: ``fedgame run | sweep | validate | list | explain | report | dashboard``.
+"""Command line: ``fedgame run | sweep | validate | list | explain | report | dashboard |
+scenarios``.
 
 Bad input (a scenario, a ``--set``, a command-line option) prints one line naming the file,
 key, value and what is allowed, and exits with code 2 before anything is written. ``run``
@@ -24,8 +25,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fedgame import __version__
+from fedgame.cli_scenarios import add_parsers as add_scenarios_parser
+from fedgame.cli_scenarios import cmd_scenarios, explain_scenario
 from fedgame.cli_sweep import add_parsers, cmd_report, cmd_sweep
-from fedgame.errors import FedGameError, Interrupted, ScenarioError
+from fedgame.errors import FedGameError, Interrupted, ResultsError, ScenarioError
+from fedgame.trust import trusting
 
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
@@ -34,10 +38,12 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what `ls | head` reports for a reader t
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (``fedgame: ...``) and exit code 2."""
+    """argparse, but a usage error is one line (``fedgame: run: ...``) and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"fedgame: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        command = self.prog.removeprefix("fedgame").strip()  # "run" (the prog is "fedgame run")
+        where = f"{command}: " if command else ""
+        print(f"fedgame: {where}{message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
 
 
@@ -72,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
         "  fedgame run scenarios/quickstart.yaml --set privacy.clip=2.0\n"
         "  fedgame list privacy --verbose\n"
         "  fedgame explain privacy gaussian\n"
+        "  fedgame explain scenario population\n"
+        "  fedgame scenarios --copy my_study quickstart\n"
         "\nfedgame COMMAND --help describes each command.",
         formatter_class=_HelpFormatter,
     )
@@ -154,15 +162,31 @@ def _parser() -> argparse.ArgumentParser:
 
     explain = sub.add_parser(
         "explain",
-        help="describe one plug-in and its parameters",
+        help="describe one plug-in and its parameters, or the scenario's keys",
         description="Describe one plug-in: what it does, and each parameter a scenario may "
         "set for it (type, default, description). Set them beside its kind, e.g. "
-        "privacy: {kind: gaussian, clip: 2.0}.",
-        epilog="examples:\n  fedgame explain privacy gaussian\n  fedgame explain faults deadline",
+        "privacy: {kind: gaussian, clip: 2.0}. 'fedgame explain scenario [KEY]' describes "
+        "the scenario's own keys (name, rounds, population.*, training.*, game.*, output.*, "
+        "sweep.*, ...) with type, default and meaning: every key, or those at and under KEY.",
+        epilog="examples:\n"
+        "  fedgame explain privacy gaussian\n"
+        "  fedgame explain faults deadline\n"
+        "  fedgame explain scenario\n"
+        "  fedgame explain scenario population.assign",
     )
-    explain.add_argument("family", metavar="FAMILY", help="plug-in family (see fedgame list)")
-    explain.add_argument("name", metavar="NAME", help="plug-in name within the family")
+    explain.add_argument(
+        "family",
+        metavar="FAMILY",
+        help="plug-in family (see fedgame list), or scenario for the scenario's keys",
+    )
+    explain.add_argument(
+        "name",
+        nargs="?",
+        metavar="NAME",
+        help="plug-in name within the family; after scenario, a dotted KEY (optional)",
+    )
     add_parsers(sub)
+    add_scenarios_parser(sub)
     dash = sub.add_parser(
         "dashboard",
         help="serve a live dashboard of a scenario, or replay a finished run",
@@ -175,12 +199,35 @@ def _parser() -> argparse.ArgumentParser:
         "  fedgame dashboard results/quickstart",
     )
     dash.add_argument("target", metavar="SCENARIO", help="a scenario file, or a run folder")
-    dash.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    dash.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario key of a live dashboard, e.g. --set population.clients=30 "
+        "(repeatable)",
+    )
     dash.add_argument("--port", type=int, default=8765, help="port (0: any free port)")
     dash.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    for name in TRUSTING_COMMANDS:
+        add_trust_flag(sub.choices[name])
     for command in sub.choices.values():
         command.formatter_class = _HelpFormatter
     return parser
+
+
+#: the commands that read scenarios, and so may import the plug-in modules they list
+TRUSTING_COMMANDS = ("run", "validate", "list", "sweep", "dashboard")
+
+
+def add_trust_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--trust-plugins",
+        action="store_true",
+        help="import the modules the scenario lists under plugins: they are code and run "
+        "with your rights, so read them first (also: FEDGAME_TRUST_PLUGINS=1)",
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -274,7 +321,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Each family's plug-ins: name, origin (built-in, entry point, scenario module), summary."""
-    from fedgame import plugin_help, registry
+    import fedgame.registry as registry
+    from fedgame import plugin_help
 
     if args.scenario:
         from fedgame.scenario.load import load_scenario
@@ -296,12 +344,20 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """Print one plug-in's description and parameters."""
-    from fedgame import plugin_help, registry
+    """Print one plug-in's description and parameters, or the scenario's keys."""
+    import fedgame.registry as registry
+    from fedgame import plugin_help
 
+    if args.family == "scenario":
+        return explain_scenario(args.name)
     cat = registry.catalogue()
-    plugin_help.check_choice("FAMILY", args.family, list(cat), "allowed plug-in families")
+    plugin_help.check_choice(
+        "FAMILY", args.family, ["scenario", *cat], "scenario or a plug-in family"
+    )
     names = [e.name for e in cat[args.family]]
+    if args.name is None:
+        raise ScenarioError("NAME", ..., f"is required: one of the {args.family} plug-ins: "
+                            f"{', '.join(names)}")  # fmt: skip
     plugin_help.check_choice("NAME", args.name, names, f"allowed {args.family} plug-ins")
     e = registry.entry(args.family, args.name)
     print(plugin_help.describe(args.family, e.name, e.cls, e.config))
@@ -355,12 +411,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.formatwarning = _format_warning
     args = _parser().parse_args(argv)
     handlers = {"run": cmd_run, "validate": cmd_validate, "list": cmd_list, "explain": cmd_explain}
-    handlers |= {"dashboard": cmd_dashboard}
+    handlers |= {"dashboard": cmd_dashboard, "scenarios": cmd_scenarios}
     handlers |= {"sweep": cmd_sweep, "report": cmd_report}
     try:
-        with StopOnSignal():  # SIGTERM while reading or checking input ends like Ctrl-C
+        with StopOnSignal(), trusting(getattr(args, "trust_plugins", False)):
+            # SIGTERM while reading or checking input ends like Ctrl-C
             return handlers[args.command](args)
-    except ScenarioError as err:
+    except (ScenarioError, ResultsError) as err:
         print(f"fedgame: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # `fedgame list | head`: the reader left; say nothing more

@@ -13,7 +13,7 @@ import sys
 import warnings
 from typing import Any
 
-from fedgame.errors import Interrupted, ScenarioError
+from fedgame.errors import Interrupted, ResultsError, ScenarioError, os_problem
 
 EXIT_RUNS_FAILED = 1
 
@@ -126,14 +126,27 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Check the target, the folder read and the folder written, then write the report; an OS
+    error while reading or writing is one line naming the path (exit code 2)."""
     from fedgame.analysis.report import write_report
     from fedgame.run.store import result_dir_problem
+    from fedgame.scenario.preflight import check_output, check_results_tree
 
+    if not 0.0 <= args.target <= 1.0:  # NaN fails both comparisons
+        raise ScenarioError("--target", args.target, "a test accuracy in [0, 1]")
     problem = result_dir_problem(args.result_dir)
     if problem is not None:
         raise ScenarioError(
             "RESULT_DIR", args.result_dir, f"a readable run or sweep folder; {problem}"
         )
-    path = write_report(args.result_dir, out=args.out, target=args.target)
+    if args.out:
+        check_output(args.out, key="--out", value=args.out)
+    else:
+        check_results_tree(args.result_dir, "report", key="RESULT_DIR", value=args.result_dir)
+    try:
+        path = write_report(args.result_dir, out=args.out, target=args.target)
+    except OSError as exc:
+        where = exc.filename or args.out or args.result_dir
+        raise ResultsError(where, f"cannot be read or written ({os_problem(exc)})") from None
     print(f"report: {path}")
     return 0

@@ -28,6 +28,7 @@ import pandas as pd
 
 from fedgame.agents.schema import CLIENT_COLUMNS
 from fedgame.agents.table import ClientTable
+from fedgame.columns import cast_columns
 from fedgame.mechanisms.base import ReportsClients, ReportsRounds
 
 if TYPE_CHECKING:
@@ -40,7 +41,9 @@ ROUND_COLUMNS = (
     "test_accuracy",
     "test_loss",
     "train_loss",
+    "willing",
     "participants",
+    "trained",
     "selected",
     "uploaded",
     "stragglers",
@@ -72,21 +75,30 @@ def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]
 
 
 def round_summary(m: FedGameModel) -> dict[str, Any]:
-    """The round's row, computed from the client table's columns."""
+    """The round's row, computed from the client table's columns (meanings, units and dtypes:
+    :mod:`fedgame.columns`).
+
+    ``willing`` counts the clients that answered yes, ``trained`` those the server chose and
+    the budget admitted (``selected`` is the same count, the sum of the clients table's
+    ``selected``); ``participants`` is the old name of ``willing``, kept for one release.
+    """
     t = m.table
     eps = t.epsilon_spent
     selected = m.state.selected
     losses = t.train_loss[selected]
     losses = losses[np.isfinite(losses)]
+    willing = int(t.participating.sum())
     return {
         "test_accuracy": m.test_accuracy,
         "test_loss": m.test_loss,
         "train_loss": float(losses.sum()) / losses.size if losses.size else math.nan,
-        "participants": int(t.participating.sum()),
+        "willing": willing,
+        "participants": willing,  # the old name of ``willing``, kept for one release
+        "trained": len(selected),
         "selected": len(selected),
         "uploaded": int(m.state.uploaded.sum()),
         "stragglers": int(t.straggled[selected].sum()),
-        "failed_links": m.state.failed_links,
+        "failed_links": int((~t.link_up).sum()),  # client-server links (edges: failed_edges)
         "active_clients": int((t.epsilon_after_next <= t.epsilon_total * (1 + 1e-9)).sum()),
         "epsilon_spent_min": float(eps.min()),
         "epsilon_spent_mean": float(eps.sum()) / eps.size,
@@ -193,14 +205,14 @@ class ClientTableCollector(mesa.DataCollector):
         frame = pd.DataFrame(data)
         for name in ("decline_reason", "behaviour"):
             frame[name] = frame[name].astype(str)
-        return frame
+        return cast_columns(frame, "clients")
 
     def round_frame(self, *, first_step: int = 1, last_step: int | None = None) -> pd.DataFrame:
         """The rounds table of steps ``first_step``..``last_step``, with a ``round`` column."""
         stop = None if last_step is None else last_step + 1
         frame = pd.DataFrame({k: list(v[first_step:stop]) for k, v in self.model_vars.items()})
         frame.insert(0, "round", np.arange(first_step, first_step + len(frame), dtype=np.int64))
-        return frame
+        return cast_columns(frame, "rounds")
 
     def get_agent_vars_dataframe(self) -> pd.DataFrame:
         """The clients table of every recorded step, indexed by (Step, AgentID)."""

@@ -102,3 +102,20 @@ class Interrupted(KeyboardInterrupt):
     def describe(self) -> str:
         name = signal.Signals(self.signum).name
         return "stopped by Ctrl-C (SIGINT)" if name == "SIGINT" else f"stopped by {name}"
+
+
+class ResultsError(FedGameError):
+    """A results folder fedgame cannot read or write (an OS error, a link, a file in the way).
+
+    The message names the path and the problem in one line; the CLI exits with code 2.
+    """
+
+    def __init__(self, path: Any, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(" ".join(f"{self.path}: {problem}".split()))
+
+
+def os_problem(exc: OSError) -> str:
+    """An ``OSError`` in words, without its errno number (``Is a directory``)."""
+    return str(exc.strerror or exc)

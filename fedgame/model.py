@@ -77,7 +77,6 @@ class RoundState:
     responses: Responses | None = None  # of the selected clients, aligned with the plan
     updates: torch.Tensor | None = None
     uploaded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    failed_links: int = 0
     withdrawn_budget: int = 0  # releases the budget refused this round
     faults: FaultDraw | None = None
     aggregation_failed: bool = False
@@ -132,21 +131,22 @@ class FedGameModel(mesa.Model):
         self.world: World = build_world(resolved, plan=plan)
         self.learner = self.world.learner
         comps = self.world.components
-        self.privacy = comps["privacy"]
-        self.faults = comps["network.faults"]
+        self.privacy = comps.privacy
+        self.faults = comps.faults
         self.server = ServerAgent(
             self,
-            incentive=comps["incentive"],
-            selection=comps["selection"],
-            aggregation=comps["aggregation"],
+            incentive=comps.incentive,
+            selection=comps.selection,
+            aggregation=comps.aggregation,
         )
         self.monitor = RoundMonitor(
             resolved.game,
-            contest=isinstance(comps["incentive"], OffersContest),
+            contest=isinstance(comps.incentive, OffersContest),
             clip=_clip_of(resolved.config("privacy")),
-            incentive=comps["incentive"],
+            incentive=comps.incentive,
         )
-        reporting = [c for c in comps.values() if isinstance(c, ReportsRounds | ReportsClients)]
+        plugins = [c for _, c in comps.by_path()]
+        reporting = [c for c in plugins if isinstance(c, ReportsRounds | ReportsClients)]
         reporting.append(self.monitor)
         self.previous: RoundRecord | None = None  # what everyone saw of the last round
         round_extra, client_extra = declared_columns(reporting)
@@ -174,7 +174,7 @@ class FedGameModel(mesa.Model):
             )
             for c in reporting
         ]
-        self._observers = [c for c in comps.values() if isinstance(c, ObservesFaults)]
+        self._observers = [c for c in plugins if isinstance(c, ObservesFaults)]
         self._finaliser = self.privacy if isinstance(self.privacy, FinalisesAggregate) else None
         self._release_recorder = self.privacy if isinstance(self.privacy, RecordsReleases) else None
         self.datacollector = ClientTableCollector(
@@ -223,15 +223,21 @@ class FedGameModel(mesa.Model):
 
     def _prepare_components(self) -> None:
         """Call each plug-in's ``prepare`` once (its declared capability), own random stream."""
+        comps = self.world.components
         ctx = SetupContext(
             num_clients=len(self.clients),
             rounds=self.scenario.rounds,
             clients=self.table.views(),
             graph=self.world.graph,
-            components={**self.world.components, "learner": self.learner},
             planned_participations=self.world.planned_participations,
+            incentive=comps.incentive,
+            selection=comps.selection,
+            privacy=comps.privacy,
+            aggregation=comps.aggregation,
+            faults=comps.faults,
+            learner=self.learner,
         )
-        for path, comp in self.world.components.items():
+        for path, comp in comps.by_path():
             if isinstance(comp, Preparable):
                 comp.prepare(ctx, rng=self.plan.rng("prepare", path))
 
@@ -283,7 +289,6 @@ class FedGameModel(mesa.Model):
         link_up = np.asarray(draw.link_up, dtype=bool)
         table.link_up[:] = link_up
         table.straggled[:] = np.asarray(draw.straggler, dtype=bool)
-        self.state.failed_links = int((~link_up).sum()) + len(draw.failed_edges)
         self.state.faults = draw
         self.state.views = views
 
@@ -332,9 +337,23 @@ class FedGameModel(mesa.Model):
         candidates = self.table.views(np.flatnonzero(self.table.participating))
         selection = self.server.select(candidates, self.state.info)
         ids = np.asarray(selection.client_ids, dtype=np.int64)
+        self._check_candidates(ids)
         self.table.touch(ids)
         self.table.selected[ids] = True
         self.state.selection, self.state.selected = selection, ids
+
+    def _check_candidates(self, ids: np.ndarray) -> None:
+        """A selection names only this round's candidates (O(K): the willing mask)."""
+        n = len(self.table)
+        inside = (ids >= 0) & (ids < n)
+        ok = inside.copy()
+        ok[inside] = self.table.participating[ids[inside]]
+        if not ok.all():
+            rule = type(self.server.selection_rule).__name__
+            raise RuntimeError(
+                f"selection rule {rule} chose clients that were not candidates in round "
+                f"{self.state.info.round}: {ids[~ok][:10].tolist()}"
+            )
 
     def phase_train(self) -> None:
         """5. Batched local training of every selected client (under the privacy plan)."""

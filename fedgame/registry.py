@@ -16,10 +16,9 @@ ones, on first use of the registry) and from the modules a scenario lists under 
 from __future__ import annotations
 
 import difflib
-import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -42,6 +41,40 @@ FAMILIES = (
 
 T = TypeVar("T")
 
+#: what every plug-in of a family must have: the members of the family's Protocol
+#: (``fedgame.mechanisms.base``, ``fedgame.privacy.base``, ...; a test keeps them equal).
+#: ``register`` refuses a class that lacks one, naming it.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "dataset": ("load",),
+    "partition": ("split",),
+    "model": ("build",),
+    "incentive": ("offer", "settle"),
+    "policy": ("chooses", "respond"),
+    "selection": ("expected_fraction", "select"),
+    "privacy": (
+        "epsilon_per_round",
+        "follows",
+        "next_charges",
+        "noise",
+        "placement",
+        "plan",
+        "privatise",
+    ),
+    "accountant": (
+        "calibrate",
+        "charge",
+        "composed_epsilon",
+        "describes",
+        "epsilon",
+        "epsilon_if",
+        "name",
+        "start",
+    ),
+    "aggregation": ("aggregate",),
+    "topology": ("build",),
+    "faults": ("draw",),
+}
+
 #: origin of the plug-ins that ship with fedgame
 BUILT_IN = "built-in"
 
@@ -56,6 +89,20 @@ class ChecksScenario(Protocol):
 
     @staticmethod
     def check_scenario(config: Any, scenario: Any, *, key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small valid configuration of a plug-in and the scenario sections it needs.
+
+    A plug-in class may declare ``example = Example({...}, needs={...})``; without one its
+    defaults are its example. Contract tests draw every registered plug-in's example from
+    :func:`example`, so a new plug-in is covered with no test edit.
+    """
+
+    config: Mapping[str, Any] = field(default_factory=dict)
+    #: scenario sections the configuration needs (e.g. ``{"aggregation": {"kind": "mean"}}``)
+    needs: Mapping[str, Any] = field(default_factory=dict)
 
 
 class EmptyConfig(BaseModel):
@@ -111,6 +158,12 @@ def register(family: str, name: str) -> Callable[[type[T]], type[T]]:
         raise ValueError(f"unknown plug-in family {family!r}; families: {', '.join(FAMILIES)}")
 
     def decorate(cls: type[T]) -> type[T]:
+        missing = [m for m in REQUIRED[family] if getattr(cls, m, None) is None]
+        if missing:
+            raise TypeError(
+                f"{family} plug-in {name!r} ({cls.__module__}.{cls.__qualname__}) lacks "
+                f"{', '.join(missing)}: a {family} plug-in has {', '.join(REQUIRED[family])}"
+            )
         existing = _REGISTRY[family].get(name)
         if existing is not None and existing.cls is not cls:
             raise ValueError(f"{family} plug-in {name!r} registered twice")
@@ -122,15 +175,26 @@ def register(family: str, name: str) -> Callable[[type[T]], type[T]]:
     return decorate
 
 
+#: what loads the built-in and entry-point plug-ins on first use (``set_loader``): the
+#: registry itself imports no plug-in, so it is a leaf that every plug-in module can import
+_loader: Callable[[], None] | None = None
+
+
+def set_loader(load: Callable[[], None]) -> None:
+    """Install the function ``ensure_loaded`` runs once (the ``fedgame`` package installs
+    ``fedgame.plugins.load_all``, which imports every family package and the entry points)."""
+    global _loader
+    _loader = load
+
+
 def ensure_loaded() -> None:
-    """Import the built-in plug-ins, then the entry points (again after a failure)."""
+    """Run the loader once: built-in plug-ins, then entry points (again after a failure)."""
     global _LOADED
-    if _LOADED:
+    if _LOADED or _loader is None:
         return
     _LOADED = True
     try:
-        plugins = importlib.import_module("fedgame.plugins")
-        plugins.load_entry_points()
+        _loader()
     except BaseException:
         _LOADED = False
         raise
@@ -186,6 +250,12 @@ def create(family: str, kind: str, config: BaseModel | Mapping[str, Any] | None 
     else:
         cfg = config
     return found.cls(cfg)
+
+
+def example(family: str, name: str) -> Example:
+    """The plug-in's declared ``example`` (its defaults when it declares none)."""
+    declared = getattr(entry(family, name).cls, "example", None)
+    return declared if isinstance(declared, Example) else Example()
 
 
 def catalogue() -> dict[str, list[Entry]]:

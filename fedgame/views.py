@@ -11,12 +11,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from fedgame.agents.schema import VIEW_FIELDS, ClientView
 from fedgame.game.rules import GameRules
+
+if TYPE_CHECKING:
+    from fedgame.learning.batched import BatchedLearner
+    from fedgame.mechanisms.base import (
+        Aggregator,
+        FaultModel,
+        IncentiveMechanism,
+        SelectionPolicy,
+    )
+    from fedgame.privacy.base import PrivacyMechanism
 
 #: the field names a plug-in may read (``ClientViews.column``)
 _VIEW_NAMES = frozenset(VIEW_FIELDS)
@@ -385,18 +395,26 @@ class Selection:
     probabilities: Mapping[int, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SetupContext:
     """What a plug-in's optional ``prepare(ctx, *, rng)`` hook sees once, before round 1.
 
-    ``graph`` is the client-client topology (networkx, nodes 0..N-1); ``components`` maps each
-    scenario component path (e.g. ``"network.faults"``) to its plug-in instance, so a mechanism
-    can consult another (LightDP reads the fault model's straggler distribution).
+    ``graph`` is the client-client topology (networkx, nodes 0..N-1). The run's other
+    plug-ins are typed fields, so a mechanism can consult another (LightDP reads the fault
+    model's straggler law, a per-client privacy plan reads the selection's participation
+    plan, a planner probes the ``learner``); a field is None where the caller (a test, a
+    tool) built no such plug-in.
     """
 
     num_clients: int
     rounds: int
     clients: Sequence[ClientView]
-    graph: Any
-    components: Mapping[str, Any]
-    planned_participations: int
+    graph: Any = None
+    planned_participations: int = 1
+    incentive: IncentiveMechanism | None = None
+    selection: SelectionPolicy | None = None
+    privacy: PrivacyMechanism | None = None
+    aggregation: Aggregator | None = None
+    faults: FaultModel | None = None
+    #: the run's ``BatchedLearner`` (local solves and loss probes of planners)
+    learner: BatchedLearner | None = None

@@ -60,6 +60,20 @@ TINY: dict[str, Any] = {
 
 
 @pytest.fixture
+def scratch_registry(monkeypatch):
+    """The registry, with every family a copy that the test may register into (restored after).
+
+    The built-in plug-ins are loaded first: a copy taken before the lazy load would miss the
+    plug-ins the load adds, and restoring it would lose them for every later test."""
+    from fedgame import registry
+
+    registry.ensure_loaded()
+    for family in registry.FAMILIES:
+        monkeypatch.setitem(registry._REGISTRY, family, dict(registry._REGISTRY[family]))
+    return registry
+
+
+@pytest.fixture
 def tiny() -> dict[str, Any]:
     """A fresh copy of the tiny scenario as a dict."""
     return yaml.safe_load(yaml.safe_dump(TINY))

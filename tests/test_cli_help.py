@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from fedgame import __version__, plugin_help, registry
 from fedgame.cli import _parser, main
 
-COMMANDS = ["run", "validate", "list", "explain", "sweep", "report"]
+COMMANDS = ["run", "validate", "list", "explain", "sweep", "report", "scenarios"]
 
 
 def test_version(capsys):
@@ -135,3 +135,36 @@ def test_first_sentence_keeps_abbreviations():
     text = "Splits data, e.g. by label. Then more. And more."
     assert plugin_help.first_sentence(text) == "Splits data, e.g. by label."
     assert plugin_help.first_sentence("One sentence only") == "One sentence only"
+
+
+def _every_action(parser: argparse.ArgumentParser, name: str = "fedgame"):
+    """(command, action) of every argument and option of ``parser`` and its sub-commands."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command, sub in action.choices.items():
+                yield from _every_action(sub, f"{name} {command}")
+        elif not isinstance(action, argparse._HelpAction | argparse._VersionAction):
+            yield name, action
+
+
+def test_every_argument_and_option_of_every_command_has_help_text():
+    actions = list(_every_action(_parser()))
+    assert len({command for command, _ in actions}) >= 8  # run, validate, ..., scenarios
+    missing = [f"{c} {'/'.join(a.option_strings) or a.dest}" for c, a in actions if not a.help]
+    assert not missing, f"without help text: {missing}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["bogus"], ["run"], ["run", "x.yaml", "--replicate", "x"], ["sweep", "--workers"]],
+)
+def test_a_usage_error_is_one_line_naming_the_command_once(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    command = argv[0] if argv and argv[0] != "bogus" else ""
+    head = f"fedgame: {command}: " if command else "fedgame: "
+    assert err.startswith(head) and err.count("\n") == 1, err
+    assert "fedgame: fedgame" not in err and err.count("fedgame") == 2, err  # and its --help
+    assert err.rstrip().endswith(f"(see {' '.join(['fedgame', command]).strip()} --help)")

@@ -50,6 +50,9 @@ LIGHT_COMMANDS = [
     ["list"],
     ["list", "privacy", "--verbose"],
     ["explain", "selection", "power_of_choice"],
+    ["explain", "scenario"],
+    ["scenarios"],
+    ["scenarios", "quickstart"],
     ["validate", str(REPO / "scenarios" / "quickstart.yaml")],
     ["validate", str(REPO / "scenarios" / "lightdp.yaml"), "--out", "results"],
 ]

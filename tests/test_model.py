@@ -147,15 +147,14 @@ def test_aggregators_run(tiny, aggregation):
     assert len(run(tiny).rounds) == tiny["rounds"]
 
 
-def test_budget_guard_withdraws_clients_whose_real_price_is_too_high(tiny, monkeypatch):
-    from fedgame import registry
+def test_budget_guard_withdraws_clients_whose_real_price_is_too_high(tiny, scratch_registry):
     from fedgame.views import Response
 
-    monkeypatch.setitem(registry._REGISTRY, "policy", dict(registry._REGISTRY["policy"]))
-
-    @registry.register("policy", "greedy_probe")
+    @scratch_registry.register("policy", "greedy_probe")
     class Greedy:
         """Always takes part, asking for five times its default per-round ε."""
+
+        chooses = "epsilon"
 
         def __init__(self, config):
             del config

@@ -127,3 +127,17 @@ def test_the_dashboard_is_imported_only_by_its_command():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fedgame.viz"):
                 pairs.append((node.module or "", node.col_offset == 0))
         assert not [m for m, top in pairs if top], path
+
+
+def test_classifiers_and_keywords_describe_the_package():
+    classifiers = set(PROJECT["classifiers"])
+    assert {
+        "Intended Audience :: Science/Research",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+        "Typing :: Typed",  # it ships py.typed
+        "Development Status :: 3 - Alpha",
+    } <= classifiers
+    versions = {c.rsplit(" :: ", 1)[1] for c in classifiers if c.count("::") == 2}
+    assert {"3.11", "3.12", "3.13"} <= versions
+    assert not [c for c in classifiers if c.startswith("License ::")]  # PEP 639: license = "MIT"
+    assert {"federated learning", "differential privacy"} <= set(PROJECT["keywords"])

@@ -1,5 +1,6 @@
 """A user's own plug-ins, without forking fedgame: an installed package's entry point, and a
-module a scenario lists under ``plugins`` (main process, local sweep workers, Ray tasks)."""
+module a scenario lists under ``plugins`` (main process, local sweep workers, Ray tasks), which
+fedgame imports only when trusted (``--trust-plugins``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import yaml
 
 from fedgame import registry
 from fedgame.errors import ScenarioError
+from fedgame.mechanisms.selection.all import AllSelection
 from fedgame.scenario.load import validate
 
 #: a selection rule: the ``k`` lowest client ids among the candidates
@@ -103,15 +105,19 @@ def test_a_scenario_module_is_loaded_in_two_local_sweep_workers(tmp_path, tiny):
         sweep={"grid": {"population.clients": [10, 12]}},
     )
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
-    swept = _fedgame("sweep", "s.yaml", "--workers", "2", "--quiet", cwd=tmp_path)
+    swept = _fedgame(
+        "sweep", "s.yaml", "--workers", "2", "--quiet", "--trust-plugins", cwd=tmp_path
+    )
     assert swept.returncode == 0, swept.stderr
     runs = list((tmp_path / "results").rglob("clients.parquet"))
     assert len(runs) == 2
     for path in runs:
         clients = pd.read_parquet(path)
         assert clients[clients["round"] > 0].groupby("round")["selected"].sum().max() <= 2
-    listed = _fedgame("list", "selection", "--scenario", "s.yaml", cwd=tmp_path)
+    listed = _fedgame("list", "selection", "--scenario", "s.yaml", "--trust-plugins", cwd=tmp_path)
     assert "scenario module my_plugins" in listed.stdout
+    refused = _fedgame("list", "selection", "--scenario", "s.yaml", cwd=tmp_path)
+    assert refused.returncode == 2 and "--trust-plugins" in refused.stderr
 
 
 def test_ray_tasks_load_an_installed_package_and_a_scenario_module(tmp_path, tiny):
@@ -130,7 +136,7 @@ def test_ray_tasks_load_an_installed_package_and_a_scenario_module(tmp_path, tin
         sweep={"grid": {"selection.kind": ["lowest_ids", "lowest_ids_here"]}},
     )
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
-    args = ("sweep", "s.yaml", "--executor", "ray", "--workers", "2", "--quiet")
+    args = ("sweep", "s.yaml", "--executor", "ray", "--workers", "2", "--quiet", "--trust-plugins")
     swept = _fedgame(*args, cwd=tmp_path, pythonpath=str(site), sys_path=(str(tmp_path / "mods"),))
     assert swept.returncode == 0, swept.stderr
     used = {}
@@ -148,7 +154,7 @@ def test_a_plugin_module_that_does_not_import_is_one_line_and_exit_2(tmp_path, t
     (tmp_path / "broken_plugins.py").write_text("import no_such_dependency_xyz\n")
     for name in ("broken_plugins", "missing_plugins"):
         (tmp_path / "s.yaml").write_text(yaml.safe_dump(_scenario(tiny, plugins=[name])))
-        result = _fedgame("validate", "s.yaml", cwd=tmp_path)
+        result = _fedgame("validate", "s.yaml", "--trust-plugins", cwd=tmp_path)
         assert result.returncode == 2 and "Traceback" not in result.stderr
         assert f"plug-in module {name!r} does not import" in result.stderr
         assert "ModuleNotFoundError" in result.stderr
@@ -157,18 +163,30 @@ def test_a_plugin_module_that_does_not_import_is_one_line_and_exit_2(tmp_path, t
     assert result.returncode == 2 and "is not a module name" in result.stderr
 
 
-def test_python_api_refuses_a_missing_plugin_module(tiny):
+def test_python_api_refuses_a_missing_plugin_module(tiny, monkeypatch):
+    monkeypatch.setenv("FEDGAME_TRUST_PLUGINS", "1")
     with pytest.raises(ScenarioError, match="'surely_missing_fedgame_plugin' does not import"):
         validate({**tiny, "plugins": ["surely_missing_fedgame_plugin"]})
 
 
-def test_entries_registered_here_say_where_they_come_from(monkeypatch):
-    monkeypatch.setitem(registry._REGISTRY, "selection", dict(registry._REGISTRY["selection"]))
+def test_entries_registered_here_say_where_they_come_from(scratch_registry):
     with registry.registering_from("scenario module probe"):
 
         @registry.register("selection", "_origin_probe")
-        class Probe:
+        class Probe(AllSelection):
             """Probe."""
 
     assert registry.entry("selection", "_origin_probe").origin == "scenario module probe"
     assert registry.entry("selection", "uniform").origin == registry.BUILT_IN
+
+
+@pytest.mark.parametrize("body", ["import sys\nsys.exit(0)\n", "raise KeyboardInterrupt\n"])
+def test_an_entry_point_that_exits_on_import_is_one_line_and_exit_2(tmp_path, body):
+    """An installed package needs no opt-in, but what its import raises is still its error."""
+    site = tmp_path / "site"
+    _installed_package(site)
+    (site / "lowid_plugins" / "__init__.py").write_text(body)
+    listed = _fedgame("list", cwd=tmp_path, pythonpath=str(site))
+    assert listed.returncode == 2 and listed.stdout == "", listed.stderr
+    assert "entry point 'lowid' of lowid-plugins" in listed.stderr
+    assert listed.stderr.count("\n") == 1 and "Traceback" not in listed.stderr

@@ -76,3 +76,46 @@ def test_topology_is_a_mesa_network_whose_cells_hold_the_clients():
     mine = {a.client_id for a in agent.cell.neighborhood.agents}
     assert mine == set(nx.neighbors(model.world.graph, 4))
     assert all(isinstance(a, ClientAgent) for a in net.agents)
+
+
+def _batch(**kwargs):
+    rows = mesa.batch_run(
+        FedGameModel,
+        number_processes=1,
+        data_collection_period=1,
+        display_progress=False,
+        max_steps=3,
+        **kwargs,
+    )
+    return pd.DataFrame(rows)
+
+
+SMALL = {"scenario": QUICKSTART, "population__clients": 10, "rounds": 3}
+
+
+def test_batch_run_iterations_repeat_one_run_and_warn_that_replicate_is_the_knob():
+    """Mesa passes no iteration number to the model: iterations > 1 repeat iteration 0
+    exactly, and the model says so (docs/python-api.md)."""
+    import warnings
+
+    from fedgame.scenario.coerce import REPEATED_ITERATION
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = _batch(parameters=SMALL, iterations=2)
+    said = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert said == [REPEATED_ITERATION]  # from iteration 1 only
+    first, second = (part.drop(columns=["RunId", "iteration", "wall_time_s"]) for _, part in
+                     frame.groupby("iteration"))  # fmt: skip
+    pd.testing.assert_frame_equal(first.reset_index(drop=True), second.reset_index(drop=True))
+
+
+def test_batch_run_replicates_are_independent_runs():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: this is the way
+        frame = _batch(parameters={**SMALL, "replicate": range(2)}, iterations=1)
+    assert sorted(frame["replicate"].unique()) == [0, 1]
+    spent = frame[frame["Step"] == 2].groupby("replicate")["epsilon_spent"].apply(list)
+    assert spent[0] != spent[1]

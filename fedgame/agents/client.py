@@ -79,6 +79,10 @@ class ClientAgent(mesa.Agent):
     policy: ClassVar[Any] = None
     #: the validated parameters of a registered ``ClientAgent`` subclass (its ``Config``)
     params: ClassVar[Any] = None
+    #: the privacy level ``respond`` chooses (``fedgame.privacy.levels``): ``"default"`` (none:
+    #: the mechanism's plan sets it), ``"rho"`` or ``"epsilon"``; a subclass whose responses
+    #: name a level says so, and validation checks that the privacy mechanism follows it
+    chooses: ClassVar[str] = "default"
 
     if TYPE_CHECKING:  # the schema's fields are attributes (installed below)
 

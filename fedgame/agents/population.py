@@ -211,9 +211,15 @@ DIST_KINDS = ("constant", "uniform", "normal", "lognormal", "choice", "list", "m
 
 
 def coerce_distribution(value: Any) -> Any:
-    """Shorthand: a number is ``constant``, a list is ``list``; dicts pass through."""
+    """Shorthand: a number is ``constant``, a list is ``list``; dicts pass through. A number
+    written as text (YAML reads ``1e9`` so) is a number, as elsewhere in a scenario."""
     if isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return value
     if isinstance(value, int | float):
         return {"dist": "constant", "value": value}
     if isinstance(value, list):

@@ -38,11 +38,14 @@ def col(
     column: str | None = None,
     written: bool = True,
     doc: str = "",
+    unit: str = "",
 ) -> Any:
     """A dataclass field carrying its client-table metadata.
 
     ``default`` is the dataclass default (and the table's starting value); ``initial`` a
-    starting value for a field the dataclass requires (e.g. ε spent starts at 0).
+    starting value for a field the dataclass requires (e.g. ε spent starts at 0). ``doc`` and
+    ``unit`` (empty: a count of nothing, a flag, an id or a pure number) go to the column
+    dictionary (:mod:`fedgame.columns`).
     """
     start = default if initial is None else initial
     meta = {
@@ -52,6 +55,7 @@ def col(
         "column": column,
         "written": written,
         "doc": doc,
+        "unit": unit,
     }
     if default is dataclasses.MISSING:
         return field(metadata=meta)
@@ -68,21 +72,41 @@ class ClientView:
     """
 
     client_id: int = col("static", np.int64, doc="client id, 0..N-1")
-    dataset_size: int = col("static", np.int64, doc="number of local training samples |D_i|")
-    emd: float = col("static", float, doc="label skew: EMD of the label mix to the population's")
-    privacy_value: float = col("static", float, doc="ν_i, cost per unit of privacy loss")
-    epsilon_total: float = col("static", float, doc="ε_total, the whole run's budget")
-    delta: float = col("static", float, doc="δ_total, at which ε spent is reported")
-    epsilon_spent: float = col("state", float, initial=0.0, doc="ε spent (accountant, at δ)")
-    epsilon_round: float = col("static", float, doc="default per-participation ε")
-    delta_round: float = col("static", float, doc="default per-participation δ")
-    straggle_prob: float = col("static", float, doc="chance to miss the upload deadline")
-    colluder: bool = col("static", bool, doc="shares its noise with the server")
-    reachable: bool = col("round", bool, True, column="link_up", doc="client-server link up")
-    participations: int = col("state", np.int64, 0, written=False, doc="rounds it released in")
-    label_counts: tuple[int, ...] = col("static", np.int64, (), written=False, doc="per class")
+    dataset_size: int = col(
+        "static", np.int64, doc="number of local training samples |D_i|", unit="samples"
+    )
+    emd: float = col(
+        "static",
+        float,
+        doc="label skew: EMD (L1 distance) of its label mix to the population's, in [0, 2]",
+    )
+    privacy_value: float = col(
+        "static", float, doc="ν_i, cost per unit of privacy loss", unit="cost per unit ε"
+    )
+    epsilon_total: float = col("static", float, doc="ε_total, the whole run's budget", unit="ε")
+    delta: float = col(
+        "static", float, doc="δ_total, at which ε spent is reported", unit="probability"
+    )
+    epsilon_spent: float = col(
+        "state", float, initial=0.0, doc="ε spent (accountant, at δ)", unit="ε"
+    )
+    epsilon_round: float = col("static", float, doc="default per-participation ε", unit="ε")
+    delta_round: float = col("static", float, doc="default per-participation δ", unit="probability")
+    straggle_prob: float = col(
+        "static", float, doc="chance to miss the upload deadline", unit="probability"
+    )
+    colluder: bool = col("static", bool, doc="colludes: shares its noise with the server")
+    reachable: bool = col(
+        "round", bool, True, column="link_up", doc="its client-server link is up this round"
+    )
+    participations: int = col(
+        "state", np.int64, 0, written=False, doc="rounds it released in", unit="rounds"
+    )
+    label_counts: tuple[int, ...] = col(
+        "static", np.int64, (), written=False, doc="per class", unit="samples"
+    )
     epsilon_after_next: float = col(
-        "state", float, math.nan, written=False, doc="ε after one more default release"
+        "state", float, math.nan, written=False, doc="ε after one more default release", unit="ε"
     )
 
     @property
@@ -106,19 +130,48 @@ class ClientView:
 class ClientRecord:
     """The clients-table facts that are not part of any view (outcomes and bookkeeping)."""
 
-    behaviour: str = col("static", object, "", doc="the agent type (population.behaviours)")
-    participating: bool = col("round", bool, False, doc="answered the offer with yes")
-    decline_reason: str = col("round", object, "", doc="why not (budget, unreachable, ...)")
-    selected: bool = col("round", bool, False, doc="chosen by the server and admitted")
+    behaviour: str = col(
+        "static",
+        object,
+        "",
+        doc="its agent type, a behaviour of population.behaviours (the policy kind by default)",
+    )
+    participating: bool = col(
+        "round", bool, False, doc="answered the offer with yes (willing to take part)"
+    )
+    decline_reason: str = col(
+        "round",
+        object,
+        "",
+        doc="why it declined (budget, unreachable, excluded, ...); empty otherwise",
+    )
+    selected: bool = col(
+        "round",
+        bool,
+        False,
+        doc="chosen by the server and admitted by the privacy budget: it trained",
+    )
     straggled: bool = col("round", bool, False, doc="missed the upload deadline")
     uploaded: bool = col("round", bool, False, doc="its update reached the server")
-    noise_std: float = col("round", float, 0.0, doc="std of the noise on its update")
-    epsilon_charged: float = col("round", float, 0.0, doc="increase of ε spent this round")
-    train_loss: float = col("round", float, math.nan, doc="mean local minibatch loss")
-    reward: float = col("round", float, 0.0, doc="payment received this round")
-    utility: float = col("round", float, 0.0, doc="reward − ν·ε_charged")
-    response_epsilon: float = col("round", float, math.nan, written=False, doc="ε it asked")
-    response_rho: float = col("round", float, math.nan, written=False, doc="ρ it asked")
+    noise_std: float = col(
+        "round",
+        float,
+        0.0,
+        doc="std of the noise per coordinate of its update",
+        unit="parameter units",
+    )
+    epsilon_charged: float = col(
+        "round", float, 0.0, doc="increase of ε spent this round", unit="ε"
+    )
+    train_loss: float = col("round", float, math.nan, doc="mean local minibatch loss", unit="nats")
+    reward: float = col("round", float, 0.0, doc="payment received this round", unit="reward units")
+    utility: float = col("round", float, 0.0, doc="reward − ν·ε_charged", unit="reward units")
+    response_epsilon: float = col(
+        "round", float, math.nan, written=False, doc="ε it asked", unit="ε"
+    )
+    response_rho: float = col(
+        "round", float, math.nan, written=False, doc="ρ it asked", unit="ρ (zCDP)"
+    )
 
 
 @dataclass(frozen=True)
@@ -133,6 +186,7 @@ class FieldSpec:
     written: bool
     view: bool
     doc: str
+    unit: str = ""
 
 
 def _specs() -> tuple[FieldSpec, ...]:
@@ -144,7 +198,7 @@ def _specs() -> tuple[FieldSpec, ...]:
             column = meta["column"] or f.name
             out.append(
                 FieldSpec(f.name, column, meta["role"], meta["dtype"], default,
-                          meta["written"], view, meta["doc"])
+                          meta["written"], view, meta["doc"], meta["unit"])
             )  # fmt: skip
     return tuple(out)
 

@@ -21,12 +21,21 @@ rounds long, so that a short tail of a slow trend does not pass for a plateau):
    are at most ``drift_tol`` plus ``z`` standard errors of themselves (σ·(L − 1)/sqrt(Sxx)
    and σ·sqrt(1/window + 1/L), over |m|, with σ the robust noise scale of :func:`noise_sd`).
    The allowance makes noisy but stationary play count as settled. Second differences cancel
-   a trend, so a smooth trend gets no allowance: a reward on a fixed growing schedule never
-   converges (R_t growing by a factor 1 + g per round drifts by about g·(L − 1); QI-DPFL's
-   R_t* grows by about 3% a round, a drift of 0.27 over 10 rounds; a linear R_t = a + bt
-   drifts by about (L − 1)/t over a stretch ending at t, 0.27 for the last quarter of a run
-   that starts near 0). A series that is 0 throughout is stationary; if its mean is 0
-   otherwise, changes are measured in absolute units.
+   a trend, so a smooth trend gets no allowance: a reward that grows linearly never settles.
+3. **or stationary around the leader's trend** (``detrend``, on by default): a leader that
+   discounts the future raises R_t on a geometric schedule (QI-DPFL's R_t* grows by
+   π^(−1/2) a round, about 3 % at π = 0.9429), and best responders follow it (ρ_i = C_i·R_t).
+   With g the least-squares slope of log R over the stretch, both series multiplied by
+   e^(−g·t) (de-trended at the *leader's* rate) must pass condition 2, so Σρ must keep pace
+   with R (followers still catching up drift against R's trend). The rate itself must be
+   constant: with c the quadratic coefficient of log R over the stretch (centred rounds),
+   the change of the rate across the stretch |2c|·(L − 1) is at most ``drift_tol``·|g| plus
+   ``z`` standard errors (σ_r·2(L − 1)/sqrt(Σ(q − q̄)²), q the squared centred round and σ_r
+   the robust noise scale of the quadratic fit's residuals), so a linear or accelerating R
+   is not a trend (R = 1 + 0.2t over rounds 29-100 changes its rate from 3.4 % to 1 %).
+   Both series must be positive on the stretch, and a run with only one of them is never
+   de-trended (nothing to keep pace with). The rate found is the verdict's ``trend``,
+   e^g − 1 per round (0 when the series were stationary as they are).
 
 A run with neither series has no game to settle and never converges. The equilibrium values
 of a converged run are the means over [t*, T] (:func:`fedgame.analysis.equilibrium.
@@ -58,6 +67,8 @@ class Criteria:
         min_rounds: shortest stretch that can show convergence (at least 3).
         min_share: shortest stretch as a share of the run's rounds, in (0, 1].
         z: standard errors allowed for noise.
+        detrend: accept play that is stationary around the leader's geometric trend
+            (condition 3).
     """
 
     gap_tol: float = 0.05
@@ -66,6 +77,7 @@ class Criteria:
     min_rounds: int = 10
     min_share: float = 0.25
     z: float = 2.0
+    detrend: bool = True
 
     def __post_init__(self) -> None:
         if self.min_rounds < 3 or not 1 <= self.window <= self.min_rounds:
@@ -80,12 +92,14 @@ class Criteria:
 @dataclass(frozen=True)
 class Convergence:
     """One run's verdict: whether and from which round (NaN if never) it converged, and
-    from which round R and Σρ alone were stationary (condition 2 without the gap: play that
-    settled away from equilibrium, e.g. best responses that ignore stragglers)."""
+    from which round R and Σρ alone were stationary (conditions 2-3 without the gap: play that
+    settled away from equilibrium, e.g. best responses that ignore stragglers); ``trend`` the
+    leader's growth per round on the converged stretch (0: none; NaN: not converged)."""
 
     converged: bool
     round: float
     stationary_round: float = math.nan
+    trend: float = math.nan
 
 
 def noise_sd(values: np.ndarray) -> float:
@@ -122,6 +136,52 @@ def settled(values: np.ndarray, criteria: Criteria) -> bool:
     return drift <= tol + z * drift_se and head <= tol + z * head_se
 
 
+def growth_rate(values: np.ndarray) -> float:
+    """Least-squares slope g of log y on the round index (NaN unless every y > 0).
+
+    >>> round(float(growth_rate(2.0 * 1.03 ** np.arange(10))), 9)
+    0.029558802
+    """
+    y = np.asarray(values, dtype=float)
+    if y.size < 2 or not np.all(y > 0) or not np.all(np.isfinite(y)):
+        return math.nan
+    x = np.arange(y.size) - (y.size - 1) / 2.0
+    logs = np.log(y)
+    return float(x @ (logs - logs.mean()) / (x @ x))
+
+
+def _settles(values: list[np.ndarray], criteria: Criteria) -> float:
+    """NaN when the stretch does not settle, else the trend it settles around (0: none)."""
+    if all(settled(v, criteria) for v in values):
+        return 0.0
+    if not criteria.detrend or len(values) < 2:
+        return math.nan
+    rate = growth_rate(values[0])  # the leader's reward sets the trend
+    if math.isnan(rate) or not all(np.all(v > 0) for v in values[1:]):
+        return math.nan
+    if not _constant_rate(np.log(values[0]), rate, criteria):
+        return math.nan
+    shift = np.exp(-rate * (np.arange(values[0].size) - (values[0].size - 1) / 2.0))
+    if all(settled(v * shift, criteria) for v in values):
+        return float(math.expm1(rate))
+    return math.nan
+
+
+def _constant_rate(logs: np.ndarray, rate: float, criteria: Criteria) -> bool:
+    """Whether the growth rate of ``exp(logs)`` is constant over the stretch (module doc)."""
+    length = logs.size
+    x = np.arange(length) - (length - 1) / 2.0
+    q = x * x - float((x * x).mean())
+    sqq = float(q @ q)
+    if sqq == 0:
+        return True
+    curve = float(q @ logs) / sqq
+    fit = logs.mean() + rate * x + curve * q
+    change = abs(2.0 * curve) * (length - 1)
+    se = noise_sd(logs - fit) * 2.0 * (length - 1) / math.sqrt(sqq)
+    return change <= criteria.drift_tol * abs(rate) + criteria.z * se
+
+
 def _first_column(frame: pd.DataFrame, names: tuple[str, ...]) -> str | None:
     return next((c for c in names if c in frame and frame[c].notna().any()), None)
 
@@ -147,9 +207,13 @@ def detect(run: pd.DataFrame, criteria: Criteria | None = None) -> Convergence:
         first = int(np.argmax(stays)) if stays.any() else n
     values = [frame[c].to_numpy(float) for c in series]
     rounds = frame["round"].to_numpy(float)
-    starts = [i for i in range(n - shortest + 1) if all(settled(v[i:], crit) for v in values)]
-    stationary = rounds[starts[0]] if starts else math.nan
-    start = next((i for i in starts if i >= first), None)
+    trends = {}
+    for i in range(n - shortest + 1):
+        trend = _settles([v[i:] for v in values], crit)
+        if not math.isnan(trend):
+            trends[i] = trend
+    stationary = rounds[min(trends)] if trends else math.nan
+    start = next((i for i in sorted(trends) if i >= first), None)
     if start is None:
         return Convergence(False, math.nan, stationary)
-    return Convergence(True, float(rounds[start]), stationary)
+    return Convergence(True, float(rounds[start]), stationary, trends[start])

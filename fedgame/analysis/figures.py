@@ -5,12 +5,15 @@ Each function takes tidy frames (a sweep's or a run's, with ``run_id``) and the 
 lacks the columns it needs. Line plots draw one line per grid point (all swept keys, see
 :mod:`fedgame.analysis.encoding`): the mean over the grid point's runs (replicates) per round,
 and a band with the 95% Student-t interval over those same runs, clipped to the range the
-quantity can take (:mod:`fedgame.analysis.quantities`). The number of runs n is in the title
-(or in each label when grid points differ). Rounds are integer ticks.
+quantity can take (:mod:`fedgame.analysis.quantities`). A grid point with fewer than
+``MIN_BAND_RUNS`` (3) runs has no mean and band: its runs are drawn one by one, thin, in its
+colour (with 2 runs t_{0.975,1} = 12.7 makes a band that swamps every line). The number of
+runs n is in the title (or in each label when grid points differ). Rounds are integer ticks.
 """
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +31,10 @@ from fedgame.analysis.equilibrium import with_participation
 from fedgame.analysis.heatmap import heatmap, plot_heatmap
 from fedgame.analysis.quantities import Quantity, plural, quantity
 from fedgame.analysis.summary import interval_table
+from fedgame.run.store import atomic_write_bytes
+
+#: runs a grid point needs for a mean line with a 95% band; with fewer, each run is drawn
+MIN_BAND_RUNS = 3
 
 __all__ = [
     "accuracy_curves",
@@ -62,10 +69,11 @@ def new_figure(panels: int, quantities: int = 1) -> tuple[Figure, np.ndarray]:
 
 
 def save(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` as a PNG at ``path`` (parent folders created)."""
+    """Write ``fig`` as a PNG at ``path`` (parent folders created; written atomically)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
+    atomic_write_bytes(path, png.getvalue())  # replaces a link there, never writes through it
     return path
 
 
@@ -81,11 +89,15 @@ def runs_per_point(frame: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
 def _n_text(counts: pd.Series, *, swept: bool) -> tuple[str, bool]:
     """(subtitle about n, whether each label must carry its own n)."""
     if counts.nunique() > 1:
-        return "mean and 95% CI over the runs of each grid point (n per line)", True
+        few = counts.min() < MIN_BAND_RUNS
+        note = f"; under {MIN_BAND_RUNS} runs each run is drawn" if few else ""
+        return f"mean and 95% CI over the runs of each grid point (n per line){note}", True
     n = int(counts.iloc[0])
     if n < 2:
         return ("one run per grid point (no interval)" if swept else "one run"), False
     where = "per grid point" if swept else "in all"
+    if n < MIN_BAND_RUNS:
+        return f"each of the n = {n} runs {where} drawn (too few for an interval)", False
     return f"mean and 95% CI over n = {n} runs {where}", False
 
 
@@ -107,10 +119,23 @@ def _label_axes(ax: Axes, p: int, panels: int, *, xlabel: str, ylabel: str, wrap
     ax.set_ylabel(ylabel if not wrap or p % 3 == 0 else "")
 
 
+def draw_runs(ax: Axes, runs: pd.DataFrame, column: str, *, label: str, style: dict) -> None:
+    """One grid point with too few runs for an interval: each run's line, thin, the first
+    one labelled."""
+    for i, (_, run) in enumerate(runs.dropna(subset=[column]).groupby("run_id", sort=True)):
+        run = run.sort_values("round")
+        thin = {**style, "linewidth": 1.1, "alpha": 0.85}
+        ax.plot(run["round"], run[column], label=label if i == 0 else "_nolegend_", **thin)
+
+
 def draw_band(
     ax: Axes, runs: pd.DataFrame, column: str, *, label: str, style: dict, alpha: float = 0.2
 ) -> None:
-    """One grid point: mean per round over its runs, with the clipped 95% t-interval."""
+    """One grid point: mean per round over its runs, with the clipped 95% t-interval; each
+    run instead when it has fewer than ``MIN_BAND_RUNS`` (and more than one)."""
+    if "run_id" in runs and 1 < runs["run_id"].nunique() < MIN_BAND_RUNS:
+        draw_runs(ax, runs, column, label=label, style=style)
+        return
     q = quantity(column)
     stats = interval_table(runs.dropna(subset=[column]), column, by=["round"])
     if stats.empty:
@@ -173,7 +198,7 @@ def plot_lines(
     for row in axes:  # after all panels are drawn: shared limits cover every panel's data
         for ax, column in zip(row, present):
             _limit_to_range(ax, quantity(column))
-    bands = len(present) == 1 and counts.max() >= 2
+    bands = len(present) == 1 and counts.max() >= MIN_BAND_RUNS
     bounds = _bounds_text(quantity(present[0])) if bands else ""
     fig.suptitle(f"{title}\n{subtitle}{bounds}", fontsize="medium")
     _legend(fig, enc)

@@ -4,10 +4,18 @@ Each cell is annotated with the mean and, where the summary has it, the 95% inte
 cell's runs (clipped to the quantity's range); the text colour follows the cell's brightness.
 Axes are labelled with the short key name and the full dotted key; tick labels are formatted
 values (long ones rotated).
+
+The colour scale is anchored, so that contrast does not exaggerate differences the intervals
+cannot tell apart (:func:`colour_scale`): a quantity with a natural range on both sides
+(accuracy, participation: [0, 1]) spans that range; one bounded below (rewards, counts, ε:
+[0, ∞)) starts at its bound; the top (and an unbounded bottom) reach the outermost interval
+ends, not just the cell means. When the cell means differ by less than the typical interval
+width, the title says that the colours show differences smaller than the intervals.
 """
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +30,7 @@ from matplotlib.figure import Figure
 
 from fedgame.analysis.encoding import format_value, split
 from fedgame.analysis.quantities import format_number, key_label, plural, quantity
+from fedgame.run.store import atomic_write_bytes
 
 
 def _axis_label(key: str) -> str:
@@ -74,6 +83,33 @@ def _draw(
     return image
 
 
+def colour_scale(table: pd.DataFrame, value: str) -> tuple[Normalize, str]:
+    """The anchored colour scale of ``value`` (module doc) and a note for the title ("" when
+    none is needed)."""
+    q = quantity(value)
+    means = table[value].to_numpy(float)
+    ends = [means]
+    for side in ("lo", "hi"):
+        if f"{value}_{side}" in table:
+            ends.append(q.clip(table[f"{value}_{side}"].to_numpy(float)))
+    every = np.concatenate(ends)
+    every = every[np.isfinite(every)]
+    low = q.low if math.isfinite(q.low) else float(every.min())
+    high = q.high if math.isfinite(q.high) else float(every.max())
+    if not high > low:
+        high = low + 1.0
+    note = ""
+    if f"{value}_lo" in table and f"{value}_hi" in table:
+        width = q.clip(table[f"{value}_hi"].to_numpy(float)) - q.clip(
+            table[f"{value}_lo"].to_numpy(float)
+        )
+        width = width[np.isfinite(width)]
+        spread = float(np.nanmax(means) - np.nanmin(means))
+        if width.size and spread < float(np.median(width)):
+            note = "colour differences are smaller than the typical 95% interval"
+    return Normalize(low, high), note
+
+
 def heatmap(
     table: pd.DataFrame,
     *,
@@ -88,8 +124,9 @@ def heatmap(
     if fig is None:
         return None
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
+    atomic_write_bytes(path, png.getvalue())  # replaces a link there, never writes through it
     return path
 
 
@@ -107,8 +144,7 @@ def plot_heatmap(
     fig = Figure(figsize=(width * len(panels) + 1.2, height + 0.8), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    finite = table[value].to_numpy(float)
-    norm = Normalize(float(np.nanmin(finite)), float(np.nanmax(finite)))
+    norm, note = colour_scale(table, value)
     n = table["n"].astype(int) if "n" in table else pd.Series([1])
     ci = f"{value}_lo" in table and int(n.max()) > 1 and nx * ny <= 36
     for ax, (title, frame) in zip(axes, panels):
@@ -120,5 +156,8 @@ def plot_heatmap(
     )
     clipped = f", clipped to {q.range_text}" if q.range_text else ""
     interval = f"; 95% CI in brackets{clipped}" if ci else ""
-    fig.suptitle(f"{q.name}\nmean over {runs}{interval}", fontsize="medium")
+    scale = f"colours span {format_number(float(norm.vmin or 0.0))} to "
+    scale += format_number(float(norm.vmax or 0.0))
+    scale += f" ({note})" if note else ""
+    fig.suptitle(f"{q.name}\nmean over {runs}{interval}\n{scale}", fontsize="medium")
     return fig

@@ -67,25 +67,42 @@ def md_table(frame: pd.DataFrame, *, digits: int = 4) -> str:
 
 
 def with_ci(table: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
-    """Keys, ``n`` and each metric as ``mean [lo, hi]`` text (interval clipped to its range)."""
+    """Keys, ``n`` and each metric as ``mean [lo, hi]`` text (interval clipped to its range).
+
+    Where fewer runs than the row's ``n`` stand behind a value (``<metric>_n``, e.g. runs
+    that never reached the target or never converged), the count follows it: ``17 [1, 20]
+    (2 of 4 reached)`` for ``rounds_to_target``, ``0.61 [0.5, 0.7] (3 of 4 runs)`` otherwise;
+    a value no run has prints as ``– (0 of 4 reached)``.
+    """
     out = readable_keys(table[[*keys, "n"]], keys)
     for m in metrics:
         q = quantity(m)
         scale = max(_scale(table[m]), _scale(table[f"{m}_lo"]), _scale(table[f"{m}_hi"]))
         lo, hi = q.clip(table[f"{m}_lo"].to_numpy()), q.clip(table[f"{m}_hi"].to_numpy())
-        out[m] = [
-            "–"
-            if math.isnan(v)
-            else format_number(v, scale=scale)
-            + (
-                ""
-                if math.isnan(a)
-                else f" [{format_number(a, scale=scale, digits=3)}, "
-                f"{format_number(b, scale=scale, digits=3)}]"
-            )
-            for v, a, b in zip(table[m], lo, hi)
-        ]
+        counts = table[f"{m}_n"] if f"{m}_n" in table else table["n"]
+        cells = []
+        for v, a, b, k, n in zip(table[m], lo, hi, counts, table["n"]):
+            text = "–" if math.isnan(v) else format_number(v, scale=scale)
+            if not (math.isnan(v) or math.isnan(a)):
+                text += (
+                    f" [{format_number(a, scale=scale, digits=3)}, "
+                    f"{format_number(b, scale=scale, digits=3)}]"
+                )
+            cells.append(text + count_note(m, int(k), int(n)))
+        out[m] = cells
     return out
+
+
+def count_note(metric: str, k: int, n: int) -> str:
+    """`` (k of n reached)`` / `` (k of n runs)`` when a value rests on fewer runs than its
+    row (empty when all n stand behind it).
+
+    >>> count_note("rounds_to_target", 2, 4), count_note("sum_rho", 3, 4), count_note("x", 4, 4)
+    (' (2 of 4 reached)', ' (3 of 4 runs)', '')
+    """
+    if k >= n:
+        return ""
+    return f" ({k} of {n} reached)" if metric == "rounds_to_target" else f" ({k} of {n} runs)"
 
 
 def readable_keys(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:

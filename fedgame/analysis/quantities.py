@@ -61,6 +61,19 @@ QUANTITIES: dict[str, Quantity] = {
     "uploaded": Quantity("Delivered updates", "clients", 0.0),
     "stragglers": Quantity("Stragglers", "clients", 0.0),
     "rounds_to_target": Quantity("Rounds to target accuracy", "rounds", 1.0),
+    "rounds_run": Quantity("Rounds run", "rounds", 0.0),
+    "stretch_accuracy": Quantity(
+        "Test accuracy, converged-stretch mean", "fraction correct", 0.0, 1.0
+    ),
+    "noise_norm_over_clip": Quantity(
+        "Noise norm of the released average", "clipping bounds C", 0.0
+    ),
+    "knife_edge_impact": Quantity(
+        "Change of R* without the marginal player", "fraction of R*", 0.0
+    ),
+    "failed_links": Quantity("Failed client-server links", "links", 0.0),
+    "failed_edges": Quantity("Failed client-client links", "links", 0.0),
+    "trend": Quantity("Growth of the settled play", "fraction per round"),
     "epsilon_spent": Quantity("ε spent per client", "privacy loss ε", 0.0),
     "epsilon_spent_mean": Quantity("Mean ε spent", "privacy loss ε", 0.0),
     "epsilon_spent_max": Quantity("Largest ε spent", "privacy loss ε", 0.0),

@@ -20,6 +20,7 @@ from fedgame.analysis.equilibrium import equilibrium_table, response
 from fedgame.analysis.load import find_runs, load_run
 from fedgame.analysis.markdown import (
     column_notes,
+    count_note,
     denoise,
     grid_text,
     incentive_kinds,
@@ -28,10 +29,11 @@ from fedgame.analysis.markdown import (
     readable_keys,
     with_ci,
 )
-from fedgame.analysis.quantities import plural, quantity
+from fedgame.analysis.quantities import format_number, plural, quantity
 from fedgame.analysis.summary import run_metrics, summarise
 from fedgame.analysis.sweep import find_sweep, load_sweep
 from fedgame.errors import FedGameError
+from fedgame.run.store import atomic_write_text, make_folders
 
 __all__ = ["md_table", "run_report", "sweep_report", "write_report"]
 
@@ -39,6 +41,7 @@ SUMMARY_METRICS = (
     "final_accuracy",
     "rounds_to_target",
     "participation_rate",
+    "upload_rate",
     "final_epsilon_mean",
     "epsilon_p90",
     "total_reward",
@@ -51,12 +54,18 @@ SUMMARY_METRICS = (
 INCENTIVE_METRICS = ("total_reward", "server_cost", "reward", "sum_rho", "nash_gap_max")
 SUMMARY_NOTE = (
     "Each cell is the mean over the grid point's replicates with its 95% Student-t interval "
-    "in brackets, clipped to the range the quantity can take; – marks no value (e.g. the "
-    "target accuracy never reached)."
+    "in brackets, clipped to the range the quantity can take; – marks no value. A value "
+    "that fewer than the row's n runs stand behind says how many: `rounds_to_target` is "
+    'the mean over the runs that reached the target ("2 of 4 reached"; the others are '
+    "censored at the run's last round, and the interval is clipped to [1, rounds run]), "
+    "`upload_rate` the share of clients whose update reached the server."
 )
 BAND_NOTE = (
     "Lines are means over the runs of each grid point; bands and brackets are 95% Student-t "
-    "intervals over those runs, clipped to the range the quantity can take."
+    "intervals over those runs, clipped to the range the quantity can take. A grid point "
+    "with fewer than 3 runs has no band: each of its runs is drawn. Heatmap colours are "
+    "anchored to the quantity's range (from 0 for one bounded below) and reach the outermost "
+    "interval end; the title says when the cells differ by less than a typical interval."
 )
 
 
@@ -117,16 +126,29 @@ CONVERGENCE_NOTE = (
     "at most 10% plus noise); `converged` is the share of runs that did, `converged_round` "
     "their mean round, `stationary_round` the mean round from which R and Σρ alone were "
     "stationary (play that settled away from equilibrium has one but does not converge); "
-    "values average the converged rounds of the converged runs (empty when none converged)."
+    "values average the converged rounds of the converged runs (empty when none converged; "
+    '"3 of 4 runs" where fewer than n converged). A leader that discounts the future '
+    "raises R every round: such play converges when R and Σρ are stationary around R's "
+    "geometric trend (`trend`, growth per round). `stretch_accuracy` is the test accuracy "
+    "averaged over that stretch, `final_accuracy` the last round's (every run)."
 )
 
 
 def _equilibrium(rounds: pd.DataFrame, keys: Sequence[str]) -> list[str]:
-    """Equilibrium values per grid point, and the response to the population (or first key)."""
+    """Equilibrium values per grid point (each with the runs behind it), and the response to
+    the population (or first key)."""
     eq = equilibrium_table(rounds, by=keys)
     eq = denoise(eq, [c for c in eq.columns if c not in keys])
-    cols = [c for c in eq.columns if c not in keys and not c.endswith(("_lo", "_hi"))]
-    table = readable_keys(eq[[*keys, *cols]], keys)
+    suffixes = ("_lo", "_hi", "_n", "_km_median")
+    cols = [c for c in eq.columns if c not in (*keys, "n") and not c.endswith(suffixes)]
+    table = readable_keys(eq[[*keys, "n"]], keys)
+    for c in cols:
+        scale = float(eq[c].abs().max()) if eq[c].notna().any() else 1.0
+        counts = eq[f"{c}_n"] if f"{c}_n" in eq else eq["n"]
+        table[c] = [
+            format_number(float(v), scale=scale) + count_note(c, int(k), int(n))
+            for v, k, n in zip(eq[c], counts, eq["n"])
+        ]
     lines = ["## Equilibrium (mean over each run's converged stretch)", "", CONVERGENCE_NOTE, ""]
     lines += [md_table(table), ""]
     numeric = [k for k in keys if pd.api.types.is_numeric_dtype(eq[k]) and eq[k].nunique() >= 2]
@@ -163,7 +185,7 @@ def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
     lines += ["Runs: " + ", ".join(f"{v} {k}" for k, v in counts.items()), ""]
     lines += _mechanisms(scenarios)
     if rounds.empty:
-        (out / "report.md").write_text("\n".join([*lines, "No finished run yet.", ""]))
+        atomic_write_text(out / "report.md", "\n".join([*lines, "No finished run yet.", ""]))
         return out / "report.md"
     incentive = _has_incentive(scenarios, rounds)
     summary = summarise(sweep, target=target)
@@ -196,7 +218,7 @@ def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
     if len(failed):
         failed = readable_keys(failed[["run_id", *keys, "message"]], keys)
         lines += ["## Failed runs", "", md_table(failed), ""]
-    (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
+    atomic_write_text(out / "report.md", "\n".join(lines))
     return out / "report.md"
 
 
@@ -241,7 +263,7 @@ def run_report(run_dir: Path, out: Path, *, target: float) -> Path:
     if incentive:
         made["Reward and Σρ"] = figures.trajectories(rounds, path=out / "trajectories.png")
     lines += ["## Figures", "", *_figure_lines(made, out)]
-    (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
+    atomic_write_text(out / "report.md", "\n".join(lines))
     return out / "report.md"
 
 
@@ -258,8 +280,7 @@ def write_report(
             sweep_dir = None
     if sweep_dir is None and not find_runs(root):
         raise FedGameError(f"{root}: neither a run folder nor a sweep folder")
-    folder = Path(out) if out else root / "report"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_folders(out) if out else make_folders(root, "report")
     if sweep_dir is not None:
         return sweep_report(sweep_dir, folder, target=target)
     return run_report(root, folder, target=target)

@@ -3,6 +3,15 @@
 Pure pandas: every function takes frames (``Sweep.rounds`` / ``Sweep.clients`` or a single
 run's tables with ``run_id`` added) and returns a new frame. Columns that a scenario does not
 produce (e.g. ``nash_gap_max`` without a Stackelberg incentive) are simply left out.
+
+Counts are honest: :func:`aggregate` gives, beside each value, ``<metric>_n``, the runs
+behind that number (a run without a value, e.g. one that never reached the target accuracy
+or never converged, is not one of them). ``rounds_to_target`` is a time to an event that
+some runs never see within their horizon: it is *censored* at the run's last round
+(``rounds_run``), summarised as the mean over the runs that reached the target with its
+interval clipped to [1, horizon], ``rounds_to_target_n`` of them (printed "k of n
+reached"), and the Kaplan-Meier median ``rounds_to_target_km_median`` (NaN while fewer
+than half reached it: the median lies beyond the horizon).
 """
 
 from __future__ import annotations
@@ -14,30 +23,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from fedgame.analysis.stats import t_interval
 from fedgame.analysis.totals import round_total
 
 #: optional per-round columns summarised when present: column -> how a run is reduced
 OPTIONAL_FINAL = ("reward", "sum_rho", "welfare", "nash_gap_max", "server_utility")
-
-
-def t_interval(values: Sequence[float], *, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and two-sided Student-t confidence interval of the mean.
-
-    ``mean ± t_{(1+level)/2, n-1} · s / sqrt(n)`` with ``s`` the sample standard deviation
-    (Student 1908; Wasserman, *All of Statistics*, 2004, eq. 10.8 with the t quantile).
-    NaNs are dropped; with fewer than two values the bounds are NaN.
-
-    >>> tuple(round(v, 4) for v in t_interval([1.0, 2.0, 3.0]))
-    (2.0, -0.4841, 4.4841)
-    """
-    x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
-    if x.size == 0:
-        return math.nan, math.nan, math.nan
-    mean = float(x.mean())
-    if x.size < 2:
-        return mean, math.nan, math.nan
-    half = float(stats.t.ppf((1 + level) / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
-    return mean, mean - half, mean + half
+#: times to an event, censored at a per-run horizon column: metric -> horizon column
+CENSORED = {"rounds_to_target": "rounds_run"}
 
 
 def share_interval(flags: Sequence[bool], *, level: float = 0.95) -> tuple[float, float, float]:
@@ -68,7 +60,8 @@ def interval_table(
 ) -> pd.DataFrame:
     """Per group of ``by``: ``n``, ``mean``, ``lo``, ``hi`` of ``column`` (vectorised t-interval).
 
-    The same interval as :func:`t_interval` (NaN bounds where n < 2), for many groups at once,
+    The same interval as :func:`fedgame.analysis.stats.t_interval` (NaN bounds where n < 2),
+    for many groups at once,
     e.g. ``by=["round"]`` over a grid point's replicates.
     """
     g = frame.groupby(list(by), sort=True)[column]
@@ -80,6 +73,32 @@ def interval_table(
     out["lo"] = out["mean"] - half
     out["hi"] = out["mean"] + half
     return out.drop(columns="sd")
+
+
+def kaplan_meier_median(times: Sequence[float], horizons: Sequence[float]) -> float:
+    """Kaplan-Meier median of event ``times`` (NaN: censored at the run's ``horizons``).
+
+    The survival curve S(t) = Π_{t_j ≤ t} (1 − d_j/r_j) over the event times t_j (d_j events,
+    r_j runs still at risk: neither an event nor censored before t_j, Kaplan & Meier 1958);
+    the median is the first t with S(t) ≤ 1/2, NaN when S stays above (fewer than half of the
+    runs saw the event within their horizon).
+
+    >>> kaplan_meier_median([3, 5, float("nan"), float("nan")], [20, 20, 20, 20])
+    5.0
+    >>> kaplan_meier_median([3, float("nan"), float("nan")], [20, 20, 20])
+    nan
+    """
+    t = np.asarray(times, dtype=float)
+    h = np.asarray(horizons, dtype=float)
+    end = np.where(np.isnan(t), h, t)
+    survival = 1.0
+    for when in np.unique(t[~np.isnan(t)]):
+        at_risk = int(np.sum(end >= when))
+        events = int(np.sum(t == when))
+        survival *= 1.0 - events / at_risk
+        if survival <= 0.5:
+            return float(when)
+    return math.nan
 
 
 def rounds_to_target(accuracy: Sequence[float], *, target: float) -> float:
@@ -99,8 +118,10 @@ def run_metrics(
 ) -> pd.DataFrame:
     """One row per ``run_id``: final accuracy, rounds to ``target``, reward, cost, ε, participation.
 
-    ``server_cost`` is the ``server_cost`` column summed when present, else the total payments
-    (``reward_total`` summed); a total with an undefined round is NaN (refused, see
+    ``rounds_to_target`` is NaN for a run that never reached ``target``; ``rounds_run`` (the
+    run's last round) is its horizon, where such a run is censored. ``server_cost`` is the
+    ``server_cost`` column summed when present, else the total payments (``reward_total``
+    summed); a total with an undefined round is NaN (refused, see
     :mod:`fedgame.analysis.totals`), never a sum over the other rounds. ε quantiles come from
     the clients' final-round ``epsilon_spent``.
     """
@@ -112,6 +133,7 @@ def run_metrics(
             "run_id": run_id,
             "final_accuracy": float(last["test_accuracy"]),
             "rounds_to_target": rounds_to_target(run["test_accuracy"].tolist(), target=target),
+            "rounds_run": float(last["round"]),
             "total_reward": round_total(run.get("reward_total", pd.Series([0.0]))).value,
             "final_epsilon_mean": float(last.get("epsilon_spent_mean", np.nan)),
             "final_epsilon_max": float(last.get("epsilon_spent_max", np.nan)),
@@ -137,7 +159,11 @@ def aggregate(per_run: pd.DataFrame, *, by: Sequence[str], level: float = 0.95) 
     """Mean and t-interval of every numeric column of ``per_run`` per group of ``by``; a
     boolean column is a share of runs, with its Wilson interval (:func:`share_interval`).
 
-    Output columns: ``by``, ``n`` (runs), then ``<metric>``, ``<metric>_lo``, ``<metric>_hi``.
+    Output columns: ``by``, ``n`` (runs in the group), then per metric ``<metric>``,
+    ``<metric>_lo``, ``<metric>_hi`` and ``<metric>_n`` (the runs with a value: NaN values are
+    dropped). A censored time (``CENSORED``: ``rounds_to_target``, with its horizon
+    ``rounds_run``) is averaged over the runs that saw the event, its interval clipped to
+    [1, the group's longest horizon], and gains ``<metric>_km_median`` (module doc).
     """
     metrics = [
         c
@@ -153,9 +179,19 @@ def aggregate(per_run: pd.DataFrame, *, by: Sequence[str], level: float = 0.95) 
         for col in metrics:
             if pd.api.types.is_bool_dtype(per_run[col]):
                 stat = share_interval(group[col].tolist(), level=level)
+                count = len(group)
             else:
-                stat = t_interval(group[col].astype(float).tolist(), level=level)
+                iv = t_interval(group[col].astype(float).tolist(), level)
+                stat, count = (iv.mean, iv.low, iv.high), iv.n
             row[col], row[f"{col}_lo"], row[f"{col}_hi"] = stat
+            row[f"{col}_n"] = count
+            horizon_col = CENSORED.get(col)
+            if horizon_col is not None and horizon_col in group:
+                horizon = group[horizon_col].astype(float)
+                top = float(horizon.max())
+                row[f"{col}_lo"] = min(max(row[f"{col}_lo"], 1.0), top)
+                row[f"{col}_hi"] = min(max(row[f"{col}_hi"], 1.0), top)
+                row[f"{col}_km_median"] = kaplan_meier_median(group[col].tolist(), horizon.tolist())
         rows.append(row)
     return pd.DataFrame(rows)
 

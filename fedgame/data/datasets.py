@@ -103,6 +103,12 @@ class DataFootprint:
         return (self.num_train + self.num_test) * (4 * math.prod(self.input_shape) + 8)
 
 
+class DatasetSource(Protocol):
+    """A dataset plug-in: ``load`` gives the train and test arrays (the ``data`` stream)."""
+
+    def load(self, *, rng: np.random.Generator, num_clients: int) -> Dataset: ...
+
+
 @runtime_checkable
 class SizedDataset(Protocol):
     """Optional capability of a dataset plug-in: its :class:`DataFootprint` without loading.

@@ -25,7 +25,7 @@ from typing import IO, Literal, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.data.cache import cached_arrays
 from fedgame.data.datasets import DataFootprint, Dataset, SizedDataset, subsample
 from fedgame.errors import ScenarioError

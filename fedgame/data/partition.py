@@ -27,6 +27,19 @@ class PartitionConfig(BaseModel):
     min_size: int = Field(1, ge=1, description="smallest local dataset a client may get")
 
 
+class Partitioner(Protocol):
+    """A partition plug-in: each client's sample indices (the ``partition`` stream)."""
+
+    def split(
+        self,
+        labels: np.ndarray,
+        *,
+        num_clients: int,
+        rng: np.random.Generator,
+        groups: np.ndarray | None = None,
+    ) -> Any: ...
+
+
 @runtime_checkable
 class DeclaresMinSize(Protocol):
     """A partition config declaring ``min_size`` (as :class:`PartitionConfig` does); the preflight

@@ -1,23 +1,34 @@
 """Is a round's play degenerate? One pure check per round, and the run's record of them.
 
 A round is degenerate when one of these holds (thresholds: :class:`~fedgame.game.rules.
-DegeneracyThresholds`); each is a *kind* with a short name:
+DegeneracyThresholds`, each in the unit of the quantity it bounds); each is a *kind*:
 
+* ``nobody_trained``: no update reached the server this round (zero uploads), whatever the
+  reason (nobody willing, every budget spent, every upload lost). The model did not move.
+* ``no_market``: the incentive offers a contest, but there is no market: fewer than
+  ``min_players`` players (reachable, not excluded, with budget) or a reward R_t = 0.
+  A lone client or a cartel that leaves one outsider earns the leader nothing to buy.
 * ``no_players`` / ``lone_player``: a contest (reward > 0) in which nobody, or fewer than
   ``min_players`` clients, delivered a positive budget. A Tullock contest needs two players;
   a lone player's best response ρ → 0+ makes its noise grow without bound while it collects
   the whole reward (note 003 §4.1).
 * ``near_lone``: one player earns at least ``max_share`` of the payments.
-* ``knife_edge``: a delivered budget below ``knife_edge`` times the largest one: a marginal
-  client barely inside the active set, whose C_i ≈ 0 makes A_t and R_t* jump (Theorem 2).
-* ``noise``: the noise on the average of the delivered updates, sqrt(Σσ_i²)/n per
-  coordinate, above ``noise_ratio`` times the clipping bound C (the update's whole norm is
-  at most C, so such noise drowns it).
+* ``knife_edge``: the marginal player (the smallest delivered budget ρ_m) holds less than
+  ``knife_edge_share`` of the largest budget, yet removing it moves the leader's optimal
+  reward R* by at least ``knife_edge_impact`` of R* (|R*_{−m} − R*|/R*, the round check's
+  ``knife_edge_impact`` column): a client barely inside the active set that decides the
+  price (Theorem 2: A_t and R_t* jump with the active set). When the impact cannot be
+  computed (an incentive that does not price a contest), the budget ratio alone decides:
+  ρ_m below ``knife_edge`` times the largest.
+* ``noise``: the noise on the released average, its L2 norm over the clipping bound C
+  (``noise_norm_over_clip``, :mod:`fedgame.game.noise`), above ``noise_norm_over_clip``: the
+  round's update is mostly noise.
 * ``reward_jump``: R_t/R_(t−1) above ``reward_jump`` or below its inverse.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,13 +36,24 @@ from numpy.typing import ArrayLike
 
 from fedgame.game.rules import DegeneracyThresholds
 
-KINDS = ("no_players", "lone_player", "near_lone", "knife_edge", "noise", "reward_jump")
+KINDS = (
+    "nobody_trained",
+    "no_market",
+    "no_players",
+    "lone_player",
+    "near_lone",
+    "knife_edge",
+    "noise",
+    "reward_jump",
+)
 MESSAGES = {
+    "nobody_trained": "no update reached the server (zero uploads): the model did not move",
+    "no_market": "the contest had fewer than the minimum number of players or a zero reward",
     "no_players": "a reward was offered but no client delivered a budget",
     "lone_player": "fewer than the minimum number of players delivered (no contest)",
     "near_lone": "one client took nearly all of the payments",
-    "knife_edge": "a delivered budget was a tiny fraction of the largest (knife-edge active set)",
-    "noise": "the noise on the averaged update dwarfs the clipping bound",
+    "knife_edge": "a marginal client (tiny budget) moved the leader's optimal reward a lot",
+    "noise": "the noise norm on the averaged update exceeds the clipping bound's threshold",
     "reward_jump": "the reward jumped between consecutive rounds",
 }
 
@@ -42,9 +64,12 @@ def degenerate_kinds(
     previous_reward: float,
     rho: ArrayLike,
     payments: ArrayLike,
-    noise_std: ArrayLike,
-    clip: float,
+    noise_norm: float,
     thresholds: DegeneracyThresholds,
+    uploaded: int | None = None,
+    market: bool = False,
+    players: int = 0,
+    knife_edge_impact: float = math.nan,
 ) -> tuple[str, ...]:
     """The degenerate kinds of one round (empty: a sound round).
 
@@ -53,17 +78,24 @@ def degenerate_kinds(
         previous_reward: R_(t−1) (NaN in the first round).
         rho: the delivered clients' budgets (NaN or 0 for clients without one).
         payments: the delivered clients' payments.
-        noise_std: the delivered clients' per-coordinate noise std.
-        clip: the privacy mechanism's clipping bound C.
+        noise_norm: the released average's noise L2 norm over C (NaN: not known).
+        uploaded: updates that reached the server (None: ``len(payments)``).
+        market: the incentive offers a contest (``no_market`` applies).
+        players: the contest's players (reachable, not excluded, with budget).
+        knife_edge_impact: |R*_{−m} − R*|/R* of the marginal player (NaN: not computed).
     """
+    paid = np.asarray(payments, dtype=float)
     return kinds_of(
         reward=reward,
         previous_reward=previous_reward,
         budgets=np.nan_to_num(np.asarray(rho, dtype=float), nan=0.0),
-        payments=np.asarray(payments, dtype=float),
-        noise_std=np.asarray(noise_std, dtype=float),
-        clip=clip,
+        payments=paid,
+        noise_norm=noise_norm,
         thresholds=thresholds,
+        uploaded=paid.size if uploaded is None else uploaded,
+        market=market,
+        players=players,
+        knife_edge_impact=knife_edge_impact,
     )
 
 
@@ -73,36 +105,47 @@ def kinds_of(
     previous_reward: float,
     budgets: np.ndarray,
     payments: np.ndarray,
-    noise_std: np.ndarray,
-    clip: float,
+    noise_norm: float,
     thresholds: DegeneracyThresholds,
+    uploaded: int,
+    market: bool = False,
+    players: int = 0,
+    knife_edge_impact: float = math.nan,
 ) -> tuple[str, ...]:
     """:func:`degenerate_kinds` of float arrays, ``budgets`` without NaN (the model's
     per-round check, which has them so)."""
     th = thresholds
     kinds: list[str] = []
+    if uploaded == 0:
+        kinds.append("nobody_trained")
+    if market and (players < th.min_players or not reward > 0):
+        kinds.append("no_market")
     playing = budgets[budgets > 0]
     if reward > 0:
         if playing.size == 0:
             kinds.append("no_players")
         elif playing.size < th.min_players:
             kinds.append("lone_player")
-        if playing.size >= 2 and playing.min() < th.knife_edge * playing.max():
+        if playing.size >= 2 and _knife_edge(playing, knife_edge_impact, th):
             kinds.append("knife_edge")
-        paid = payments
-        total = float(paid.sum())
-        if playing.size >= th.min_players and total > 0 and paid.max() >= th.max_share * total:
+        total = float(payments.sum())
+        if playing.size >= th.min_players and total > 0 and payments.max() >= th.max_share * total:
             kinds.append("near_lone")
-    sigma = noise_std
-    if sigma.size and clip > 0:
-        aggregate = float(np.sqrt(np.sum(sigma * sigma))) / sigma.size
-        if aggregate > th.noise_ratio * clip:
-            kinds.append("noise")
+    if noise_norm > th.noise_norm_over_clip:  # NaN (unknown) never fires
+        kinds.append("noise")
     if reward > 0 and previous_reward > 0:
         ratio = reward / previous_reward
         if ratio > th.reward_jump or ratio < 1.0 / th.reward_jump:
             kinds.append("reward_jump")
     return tuple(kinds)
+
+
+def _knife_edge(playing: np.ndarray, impact: float, th: DegeneracyThresholds) -> bool:
+    """The knife-edge rule of the module doc, on the positive delivered budgets."""
+    ratio = float(playing.min()) / float(playing.max())
+    if math.isnan(impact):
+        return ratio < th.knife_edge
+    return ratio < th.knife_edge_share and impact >= th.knife_edge_impact
 
 
 @dataclass

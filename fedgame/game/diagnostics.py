@@ -16,6 +16,13 @@ extensions of :mod:`fedgame.game.contest`).
 * **Ex post**: the contest as it happened: only the delivered players, each delivered for
   sure (p ≡ 1); the non-delivered are out.
 * **Distance** to an equilibrium ρ*: Σ|ρ − ρ*| / Σρ* over the players (0 at ρ*).
+* **A cartel is one player** (:func:`cartel_gap`, linear cost, full delivery for its members):
+  its budget is X = Σ_{i∈K} ρ_i, its utility the joint R·X/(X + s_K) − φ·Σ_{i∈K} ν_iρ_i
+  (s_K the outsiders' expected delivered total), and its best response fills the members in
+  increasing ν (:mod:`fedgame.game.contest`). Its gap is what the cartel as a whole forgoes;
+  each member's unilateral defection gain (the ordinary gap of that member alone) is reported
+  apart: at the cartel's equilibrium the members hold back on purpose, so their own gains are
+  positive while the game's gap is 0.
 """
 
 from __future__ import annotations
@@ -118,3 +125,54 @@ def equilibrium_distance(rho: ArrayLike, reference: ArrayLike) -> float:
     if not total > 0:
         return float("nan")
     return float(np.abs(rho - reference).sum() / total)
+
+
+def cartel_gap(
+    rho: np.ndarray,
+    nu: np.ndarray,
+    *,
+    reward: float,
+    phi: float,
+    p: np.ndarray | None,
+    caps: np.ndarray | None,
+    cartel: np.ndarray,
+) -> tuple[float, float]:
+    """(absolute, normalised) Nash gap of the cartel ``cartel`` (a mask) as one player
+    (module doc), linear cost; members deliver for sure, outsiders with ``p`` (None: 1).
+
+    With s_K the outsiders' expected delivered total and members sorted by ν, member j of the
+    best response gets clip(sqrt(R·s_K/(φν_j)) − s_K − B_(j−1), 0, cap_j), B_(j−1) the caps of
+    the cheaper members: the joint marginal payment R·s_K/(X + s_K)² meets the marginal cost
+    φν_j of the member being filled. With s_K = 0 the supremum R (X → 0+) is used.
+
+    >>> rho = np.array([0.25, 0.25, 0.0]); nu = np.ones(3); k = np.array([False, True, True])
+    >>> cartel_gap(rho, nu, reward=1.0, phi=1.0, p=None, caps=None, cartel=k)
+    (0.0, 0.0)
+    """
+    members = np.asarray(cartel, dtype=bool)
+    outsiders = ~members
+    weighted = rho if p is None else p * rho
+    s = float(weighted[outsiders].sum())
+    x_now = float(rho[members].sum())
+    cost_now = phi * float(nu[members] @ rho[members])
+    paid_now = reward * x_now / (x_now + s) if x_now + s > 0 else 0.0
+    if s > 0:
+        order = np.argsort(nu[members], kind="stable")
+        nu_sorted = nu[members][order]
+        cap = np.full(nu_sorted.size, np.inf) if caps is None else caps[members][order]
+        before = np.concatenate(([0.0], np.cumsum(cap)[:-1]))
+        fill = np.clip(np.sqrt(reward * s / (phi * nu_sorted)) - s - before, 0.0, cap)
+        x_br = float(fill.sum())
+        paid_br = reward * x_br / (x_br + s)
+        best = paid_br - phi * float(nu_sorted @ fill)
+    else:
+        paid_br = best = reward
+    gap = max(best - (paid_now - cost_now), 0.0)
+    scale = max(paid_br, paid_now)
+    return gap, (gap / scale if gap > 0 and scale > 0 else 0.0)
+
+
+def as_one_player(gaps: Gaps, cartel: np.ndarray, gap: tuple[float, float]) -> Gaps:
+    """``gaps`` with the members of ``cartel`` replaced by one player, the cartel's ``gap``."""
+    keep = ~np.asarray(cartel, dtype=bool)
+    return Gaps(np.append(gaps.absolute[keep], gap[0]), np.append(gaps.normalised[keep], gap[1]))

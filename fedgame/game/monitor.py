@@ -6,6 +6,15 @@ the round from the model's client table and calls the pure functions of
 It is the only stateful part of the game's maths: the last reward (for jumps), the run's
 :class:`~fedgame.game.degeneracy.DegeneracyLog` and whether the run should stop.
 
+Every run's rounds table gains
+
+* ``noise_norm_over_clip``: the released average's noise L2 norm over the clipping bound C,
+  sqrt(d·Σ_k w_k²σ_k²)/C over the delivered clients with the aggregation weights w_k
+  (:mod:`fedgame.game.noise`; NaN when nothing was delivered or the noise is added to the
+  aggregate by a central mechanism);
+* ``failed_edges``: client-client links down this round (``failed_links`` counts only the
+  client-server links).
+
 When the incentive offers a contest (:class:`OffersContest`), the rounds table gains
 
 * ``nash_gap_max`` / ``nash_gap_mean``: ex-post absolute Nash gaps of the delivered clients;
@@ -16,8 +25,17 @@ When the incentive offers a contest (:class:`OffersContest`), the rounds table g
   (ν, straggle probabilities and budgets known; the cartel if the game has one);
 * ``sum_rho_played``: Σρ of every response (delivered or not); ``client_surplus``: the delivered
   clients' payments minus privacy costs;
+* ``knife_edge_impact``: |R*_{−m} − R*|/R*, how much the leader's optimal reward (complete
+  information, the incentive's own ``optimal_reward``) changes without the marginal player m
+  (the smallest positive delivered budget); 1 when no contest is left without it, NaN when
+  it cannot be computed (fewer than two contributors, an incentive that does not price);
 
 and the clients table ``rho_equilibrium`` (ρ_i*), ``nash_gap`` (ex post) and ``nash_gap_ante``.
+With ``game.cartel`` (linear cost, members delivering for sure) the gaps treat the cartel as
+one player (:func:`~fedgame.game.diagnostics.cartel_gap`; a member's ``nash_gap`` columns hold
+its cartel's gap), and the members' own unilateral defection gains go to their own columns:
+``cartel_defection_gain_max`` / ``cartel_defection_gain_norm_max`` (rounds, ex ante) and
+``defection_gain`` (clients, ex ante).
 When the leader plays against a belief about ν (:class:`LearnsPrivacyValues`), the rounds
 table gains ``belief_error`` and ``belief_error_max``: the mean and largest |log ν̂_i − log ν_i|
 over the round's players, ν̂ the values the leader used, ν the true ones (measured here, not by
@@ -33,11 +51,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from fedgame.errors import ScenarioError
 from fedgame.game.degeneracy import DegeneracyLog, kinds_of
-from fedgame.game.diagnostics import gaps_of
+from fedgame.game.diagnostics import Gaps, as_one_player, cartel_gap, gaps_of
+from fedgame.game.noise import noise_norm_over_clip
 from fedgame.game.rules import GameRules
+from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.mechanisms.policy.game import equilibrium
-from fedgame.mechanisms.policy.market import contest_of, rho_left
+from fedgame.mechanisms.policy.market import Contest, contest_of, rho_left
+from fedgame.privacy.base import FinalisesAggregate, charge_columns
 from fedgame.views import ClientValues, MarketView
 
 ROUND_COLUMNS = (
@@ -49,8 +71,14 @@ ROUND_COLUMNS = (
     "eq_distance",
     "sum_rho_played",
     "client_surplus",
+    "knife_edge_impact",
 )
 CLIENT_COLUMNS = ("rho_equilibrium", "nash_gap", "nash_gap_ante")
+#: every run's round columns (module doc)
+NOISE_COLUMNS = ("noise_norm_over_clip", "failed_edges")
+#: with ``game.cartel``: the members' own defection gains
+CARTEL_ROUND_COLUMNS = ("cartel_defection_gain_max", "cartel_defection_gain_norm_max")
+CARTEL_CLIENT_COLUMNS = ("defection_gain",)
 #: a client with less zCDP budget left than this is out of the game (``budget_aware``'s
 #: default ``min_rho``): a deviation it cannot afford is not counted as a gap
 MIN_LEFT = 1e-6
@@ -75,6 +103,15 @@ class LearnsPrivacyValues(Protocol):
     def believed_privacy_values(self) -> ClientValues: ...
 
 
+@runtime_checkable
+class PricesContest(Protocol):
+    """Capability of an incentive: its cost-minimising reward for a set of players
+    (``problem``: a :class:`fedgame.mechanisms.incentive.game.LeaderProblem`), which the
+    round check asks with and without the marginal player (``knife_edge_impact``)."""
+
+    def optimal_reward(self, problem: Any, *, t: int) -> float: ...
+
+
 BELIEF_COLUMNS = ("belief_error", "belief_error_max", "belief_error_active")
 
 
@@ -96,10 +133,17 @@ class RoundMonitor:
         self.clip = clip
         learns = isinstance(incentive, LearnsPrivacyValues) and incentive.learns_privacy_values
         self.believer: LearnsPrivacyValues | None = incentive if learns else None
-        self.round_columns: tuple[str, ...] = ROUND_COLUMNS if contest else ()
+        self.pricer: PricesContest | None = (
+            incentive if contest and isinstance(incentive, PricesContest) else None
+        )
+        self.cartel = contest and rules.cartel
+        self.round_columns: tuple[str, ...] = (*NOISE_COLUMNS, *(ROUND_COLUMNS if contest else ()))
+        self.client_columns: tuple[str, ...] = CLIENT_COLUMNS if contest else ()
+        if self.cartel:
+            self.round_columns = (*self.round_columns, *CARTEL_ROUND_COLUMNS)
+            self.client_columns = (*self.client_columns, *CARTEL_CLIENT_COLUMNS)
         if self.believer is not None:
             self.round_columns = (*self.round_columns, *BELIEF_COLUMNS)
-        self.client_columns: tuple[str, ...] = CLIENT_COLUMNS if contest else ()
         self.log = DegeneracyLog()
         self.kinds: tuple[str, ...] = ()
         self.stop_requested = False
@@ -126,36 +170,120 @@ class RoundMonitor:
         uploaded = np.flatnonzero(table.uploaded)
         rho_up = _nan_to_zero(table.response_rho[uploaded])
         paid = table.reward[uploaded]
+        nan = math.nan
+        self._round = {
+            "noise_norm_over_clip": self._noise_norm(model),
+            "failed_edges": len(state.faults.failed_edges) if state.faults else 0,
+        }
+        contest = None
+        if self.contest:
+            market = MarketView(table.views(), state.info, game=self.rules)
+            left = self._left_at_play
+            if left is None:
+                raise RuntimeError("RoundMonitor.check needs at_play(table) earlier in the round")
+            self._left_at_play = None  # one round's state
+            contest = contest_of(offer, market, left=left, min_left=MIN_LEFT)
+            self._round.update(dict.fromkeys(ROUND_COLUMNS, nan))
+            if self.cartel:
+                self._round.update(dict.fromkeys(CARTEL_ROUND_COLUMNS, nan))
+            impact = self._knife_edge_impact(model, contest, uploaded, rho_up)
+            self._round["knife_edge_impact"] = impact
         self.kinds = kinds_of(
             reward=float(offer.reward),
             previous_reward=self.previous_reward,
             budgets=rho_up,
             payments=paid,
-            noise_std=table.noise_std[uploaded],
-            clip=self.clip,
+            noise_norm=self._round["noise_norm_over_clip"],
             thresholds=self.rules.degeneracy,
+            uploaded=int(uploaded.size),
+            market=self.contest,
+            players=int(np.count_nonzero(contest.players)) if contest is not None else 0,
+            knife_edge_impact=self._round.get("knife_edge_impact", nan),
         )
         self.previous_reward = float(offer.reward)
         self.log.record(state.info.round, self.kinds)
         if self.kinds and self.rules.stop_on_degenerate:
             self.stop_requested = True
-        if self.contest:
-            self._diagnose(model, uploaded, rho_up, paid)
+        if contest is not None:
+            self._diagnose(model, contest, uploaded, rho_up, paid)
         if self.believer is not None:
             self._round.update(self._belief_error(table))
 
+    def _noise_norm(self, model: Any) -> float:
+        """The round's ``noise_norm_over_clip`` (module doc; :mod:`fedgame.game.noise`)."""
+        state = model.state
+        plan = state.privacy
+        ok = state.uploaded
+        if plan is None or not ok.any() or isinstance(model.privacy, FinalisesAggregate):
+            return math.nan
+        ids = state.selected[ok]
+        sigma = np.asarray(plan.noise_std, dtype=float)[ok]
+        aggregator = model.server.aggregation
+        weights = (
+            np.asarray(aggregator.weights(model.table.views(ids)), dtype=float)
+            if isinstance(aggregator, WeightedSumAggregator)
+            else None
+        )
+        charges = charge_columns(plan.charges)
+        steps = charges.steps[ok] if plan.step_noise_std is not None else None
+        laplace = bool(np.any(charges.noise[ok] == "laplace"))
+        return noise_norm_over_clip(
+            sigma,
+            weights,
+            dim=int(model.learner.num_params),
+            clip=self.clip,
+            steps=steps,
+            laplace=laplace,
+        )
+
+    def _knife_edge_impact(
+        self, model: Any, contest: Contest, uploaded: np.ndarray, rho_up: np.ndarray
+    ) -> float:
+        """|R*_{−m} − R*|/R* of the marginal player m (module doc); NaN when not computed."""
+        positive = rho_up > 0
+        if self.pricer is None or contest.reward <= 0 or np.count_nonzero(positive) < 2:
+            return math.nan
+        marginal = int(uploaded[positive][np.argmin(rho_up[positive])])
+        players = np.flatnonzero(contest.players)
+        if marginal not in players:
+            return math.nan
+        t = max(int(model.state.info.round), 1)
+        with_m = self._optimal_reward(model, contest, players, t)
+        without = self._optimal_reward(model, contest, players[players != marginal], t)
+        if not with_m > 0 or math.isnan(without):
+            return math.nan
+        return abs(without - with_m) / with_m
+
+    def _optimal_reward(self, model: Any, contest: Contest, players: np.ndarray, t: int) -> float:
+        """The leader's optimal reward for ``players`` at the true ν (0: no contest)."""
+        from fedgame.mechanisms.incentive.game import LeaderProblem
+
+        assert self.pricer is not None
+        if players.size < 2:
+            return 0.0
+        problem = LeaderProblem(
+            contest.nu[players],
+            model.table.dataset_size[players].astype(float),
+            contest.p[players],
+            contest.left[players],
+            contest.colluder[players],
+            self.rules,
+        )
+        try:
+            return float(self.pricer.optimal_reward(problem, t=t))
+        except ScenarioError:  # fewer than two active players: no contest, no reward
+            return 0.0
+
     def _diagnose(
-        self, model: Any, uploaded: np.ndarray, rho_up: np.ndarray, paid: np.ndarray
+        self,
+        model: Any,
+        contest: Contest,
+        uploaded: np.ndarray,
+        rho_up: np.ndarray,
+        paid: np.ndarray,
     ) -> None:
-        table, offer = model.table, model.state.offer
-        market = MarketView(table.views(), model.state.info, game=self.rules)
-        left = self._left_at_play
-        if left is None:
-            raise RuntimeError("RoundMonitor.check needs at_play(table) earlier in the round")
-        self._left_at_play = None  # one round's state
-        contest = contest_of(offer, market, left=left, min_left=MIN_LEFT)
-        nan = math.nan
-        self._round = dict.fromkeys(ROUND_COLUMNS, nan)
+        table = model.table
+        left = contest.left
         played = _nan_to_zero(np.where(table.participating, table.response_rho, 0.0))
         self._round["sum_rho_played"] = float(played.sum())
         nu, phi, quad = contest.nu, contest.phi, contest.quadratic
@@ -168,36 +296,73 @@ class RoundMonitor:
         cap = np.minimum(left, contest.cap)
         players = contest.players | (played > 0)
         every = bool(players.all())  # the usual case: no subsets to copy
+        full_delivery = not np.any(contest.p[contest.colluder] < 1)
+        cartel = self.cartel and full_delivery and not quad and bool(contest.colluder.any())
 
         def pick(values: np.ndarray) -> np.ndarray:
             return values if every else values[players]
 
         played_players, p_players = pick(played), pick(contest.p)
+        p_ante = None if np.all(p_players == 1.0) else p_players  # p ≡ 1: the same numbers
+        caps_players = pick(cap)
         ante = gaps_of(
             played_players,
             pick(nu),
             reward=reward,
             phi=phi,
             quadratic=quad,
-            p=None if np.all(p_players == 1.0) else p_players,  # p ≡ 1: the same numbers
-            caps=pick(cap),
+            p=p_ante,
+            caps=caps_players,
         )
+        if cartel:
+            members = pick(contest.colluder)
+            own = Gaps(ante.absolute[members], ante.normalised[members])
+            self._round["cartel_defection_gain_max"] = own.max
+            self._round["cartel_defection_gain_norm_max"] = own.normalised_max
+            table.extra["defection_gain"][np.flatnonzero(players & contest.colluder)] = own.absolute
+            one = cartel_gap(
+                played_players,
+                pick(nu),
+                reward=reward,
+                phi=phi,
+                p=p_ante,
+                caps=caps_players,
+                cartel=members,
+            )
+            absolute = np.where(members, one[0], ante.absolute)
+            ante = as_one_player(ante, members, one)
+        else:
+            absolute = ante.absolute
         self._round["nash_gap_ante_max"] = ante.max
         self._round["nash_gap_ante_norm_max"] = ante.normalised_max
-        table.extra["nash_gap_ante"][players] = ante.absolute
+        table.extra["nash_gap_ante"][players] = absolute
         if uploaded.size:
             post = gaps_of(
                 rho_up, nu_up, reward=reward, phi=phi, quadratic=quad, p=None, caps=cap[uploaded]
             )
+            absolute_post = post.absolute
+            members_up = contest.colluder[uploaded]
+            if cartel and members_up.any():
+                one = cartel_gap(
+                    rho_up,
+                    nu_up,
+                    reward=reward,
+                    phi=phi,
+                    p=None,
+                    caps=cap[uploaded],
+                    cartel=members_up,
+                )
+                absolute_post = np.where(members_up, one[0], post.absolute)
+                post = as_one_player(post, members_up, one)
             self._round["nash_gap_max"] = post.max
             self._round["nash_gap_mean"] = post.mean
             self._round["nash_gap_norm_max"] = post.normalised_max
-            table.extra["nash_gap"][uploaded] = post.absolute
+            table.extra["nash_gap"][uploaded] = absolute_post
         star = equilibrium(
             contest,
             contest.players,
             complete_information=True,
-            cartel=self.rules.cartel and not np.any(contest.p[contest.colluder] < 1),
+            cartel=self.rules.cartel and full_delivery,
             caps=left,
         )
         table.extra["rho_equilibrium"][contest.players] = star[contest.players]
@@ -224,7 +389,7 @@ class RoundMonitor:
         }
 
     def round_metrics(self) -> dict[str, float]:
-        return dict(self._round) if self.round_columns else {}
+        return dict(self._round)
 
     def client_metrics(self) -> dict[str, Any]:
         return {}  # written into the table by check()

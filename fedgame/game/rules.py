@@ -6,7 +6,7 @@
       complete_information: true   # straggle probabilities are common knowledge
       cartel: true                 # the colluders (population.colluders) form a cartel
       stop_on_degenerate: true     # stop the run at the first degenerate round
-      degeneracy: {noise_ratio: 10, reward_jump: 10}
+      degeneracy: {noise_norm_over_clip: 1.0, reward_jump: 10}
 
 Every plug-in sees them as ``MarketView.game``.
 """
@@ -15,31 +15,72 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
+from pydantic import BaseModel, ConfigDict, Field
 
 from fedgame.errors import ScenarioError
 
 
 class DegeneracyThresholds(BaseModel):
-    """When a round counts as degenerate (:mod:`fedgame.game.degeneracy`).
+    """When a round counts as degenerate (:mod:`fedgame.game.degeneracy`), each threshold in
+    the unit of the quantity it bounds.
 
     Attributes:
-        min_players: a contest (reward > 0) with fewer delivered contributors is degenerate
-            (``lone_player``; 0 contributors is ``no_players``).
-        max_share: one player earning at least this share of the payments (``near_lone``).
-        knife_edge: a delivered budget below this fraction of the largest one
-            (``knife_edge``: a marginal client barely inside the active set).
-        noise_ratio: the noise std per coordinate of the average delivered update above this
-            multiple of the clipping bound (``noise``).
+        min_players: players (clients) a contest needs: fewer admitted players, or a zero
+            reward, is ``no_market``; fewer delivered contributors with a reward is
+            ``lone_player`` (0 contributors: ``no_players``).
+        max_share: one player earning at least this share (fraction) of the round's payments
+            is ``near_lone``.
+        knife_edge_share: the marginal player's budget ρ_m below this fraction of the largest
+            delivered budget makes it marginal ...
+        knife_edge_impact: ... and ``knife_edge`` when removing it changes the leader's
+            optimal reward by at least this fraction of R* (|R*_{−m} − R*|/R*).
+        knife_edge: where the impact cannot be computed (an incentive that does not price a
+            contest), ρ_m below this fraction of the largest budget alone is ``knife_edge``.
+        noise_norm_over_clip: the released average's noise L2 norm, in units of the clipping
+            bound C (the round's ``noise_norm_over_clip`` column), above this is ``noise``.
         reward_jump: R_t/R_(t−1) above this factor or below its inverse (``reward_jump``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    min_players: int = Field(default=2, ge=1)
-    max_share: float = Field(default=0.9, gt=0.5, le=1.0)
-    knife_edge: float = Field(default=1e-3, ge=0.0, lt=1.0)
-    noise_ratio: PositiveFloat = 10.0
-    reward_jump: float = Field(default=10.0, gt=1.0)
+    min_players: int = Field(
+        default=2, ge=1, description="players (clients) a contest needs (no_market, lone_player)"
+    )
+    max_share: float = Field(
+        default=0.9,
+        gt=0.5,
+        le=1.0,
+        description="share of the round's payments one player may take (near_lone), fraction",
+    )
+    knife_edge_share: float = Field(
+        default=0.05,
+        gt=0.0,
+        lt=1.0,
+        description="the marginal player's budget below this fraction of the largest (knife_edge)",
+    )
+    knife_edge_impact: float = Field(
+        default=0.25,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="|R* without it - R*| / R* at or above this fraction (knife_edge)",
+    )
+    knife_edge: float = Field(
+        default=1e-3,
+        ge=0.0,
+        lt=1.0,
+        description="budget ratio alone, where the impact is unknown (knife_edge), fraction",
+    )
+    noise_norm_over_clip: float = Field(
+        default=1.0,
+        gt=0.0,
+        allow_inf_nan=False,
+        description="noise L2 norm of the released average, in clipping bounds C (noise)",
+    )
+    reward_jump: float = Field(
+        default=10.0,
+        gt=1.0,
+        allow_inf_nan=False,
+        description="R_t / R_(t-1) above this factor or below its inverse (reward_jump)",
+    )
 
 
 class GameRules(BaseModel):

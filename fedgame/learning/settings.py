@@ -20,15 +20,34 @@ class TrainingSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    mode: Literal["local_sgd", "fedsgd"] = "local_sgd"
-    local_steps: PositiveInt = 5
-    batch_size: PositiveInt = 32
-    lr: PositiveFloat = 0.05
-    lr_decay_tau: PositiveFloat | None = None
-    weight_decay: float = Field(default=0.0, ge=0.0)
-    per_sample_clip: PositiveFloat | None = None
-    clip_norm: Literal["l2", "l1"] = "l2"
-    server_lr: PositiveFloat = 1.0
+    mode: Literal["local_sgd", "fedsgd"] = Field(
+        default="local_sgd",
+        description="local_sgd (local_steps minibatch steps) or fedsgd (one gradient step on "
+        "the client's whole local data)",
+    )
+    local_steps: PositiveInt = Field(
+        default=5, description="minibatch SGD steps per round (local_sgd)"
+    )
+    batch_size: PositiveInt = Field(default=32, description="samples per minibatch (local_sgd)")
+    lr: PositiveFloat = Field(default=0.05, description="local learning rate (lr_0)")
+    lr_decay_tau: PositiveFloat | None = Field(
+        default=None,
+        description="lr_t = lr / (1 + t / lr_decay_tau) at round t (unset: constant lr)",
+    )
+    weight_decay: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="L2 weight decay λ: each local step adds λ·θ to the gradient",
+    )
+    per_sample_clip: PositiveFloat | None = Field(
+        default=None,
+        description="clip every per-sample gradient to this norm before averaging (DP-SGD "
+        "style; unset: no clipping)",
+    )
+    clip_norm: Literal["l2", "l1"] = Field(default="l2", description="the norm of per_sample_clip")
+    server_lr: PositiveFloat = Field(
+        default=1.0, description="step size of the server's update from the aggregate"
+    )
     server_momentum: float = Field(
         default=0.0,
         ge=0.0,
@@ -45,7 +64,11 @@ class TrainingSettings(BaseModel):
     )
     #: test samples per forward pass when evaluating the global model each round (one pass
     #: for the embedded datasets' test sets; lower it when a large model runs out of memory)
-    eval_batch_size: PositiveInt = 16384
+    eval_batch_size: PositiveInt = Field(
+        default=16384,
+        description="test samples per forward pass when the global model is evaluated (lower "
+        "it when a large model runs out of memory)",
+    )
 
     def lr_at(self, round_index: int) -> float:
         """Learning rate at 0-based round ``round_index``."""

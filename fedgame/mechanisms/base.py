@@ -49,7 +49,14 @@ class IncentiveMechanism(Protocol):
 
 
 class ClientPolicy(Protocol):
-    """A follower: decides participation and privacy level given the offer."""
+    """A follower: decides participation and privacy level given the offer.
+
+    ``chooses`` declares the privacy level its responses name (``"default"``, ``"rho"`` or
+    ``"epsilon"``): validation checks that the privacy mechanism's noise follows it
+    (:mod:`fedgame.privacy.levels`).
+    """
+
+    chooses: str
 
     def respond(self, offer: Offer, *, me: ClientView, market: MarketView) -> Response: ...
 

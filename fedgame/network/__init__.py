@@ -1,1 +1,4 @@
-"""fedgame.network."""
+"""fedgame.network: client topologies; importing it registers them."""
+
+# ruff: noqa: F401
+import fedgame.network.topology

@@ -219,6 +219,8 @@ class PrivacyMechanism(Protocol):
 
     placement: Placement
     noise: NoiseFamily
+    #: the levels a response may choose that this mechanism's noise follows (``levels``)
+    follows: frozenset[str]
     accountant: Accountant
 
     def epsilon_per_round(

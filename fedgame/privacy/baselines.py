@@ -36,7 +36,8 @@ from fedgame.privacy.distributed import (
     check_bounds,
     check_equal_weights,
 )
-from fedgame.registry import register
+from fedgame.privacy.levels import chosen_rho, following_rho
+from fedgame.registry import Example, register
 from fedgame.views import ClientView, Response, RoundInfo
 
 if TYPE_CHECKING:
@@ -45,27 +46,40 @@ if TYPE_CHECKING:
 
 @register("privacy", "ldp")
 class LocalDP(PerRoundGaussian):
-    """Vanilla local Gaussian DP at each client's per-round (ε, δ) (paper 004 baseline)."""
+    """Vanilla local Gaussian DP at each client's per-round (ε, δ) (paper 004 baseline).
+
+    A response that chooses a zCDP budget ρ is released at z = 1/sqrt(2ρ), σ = zΔ instead
+    (:mod:`fedgame.privacy.levels`).
+    """
 
     placement = "local"
+    follows = frozenset({"epsilon", "rho"})
     Config = PerRoundConfig
+    example = Example({"participations": 1}, needs={"aggregation": {"kind": "mean"}})
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
         eps, delta = self.round_budget(clients, responses)
         sens = self.round_sensitivity(clients)
-        sigma = [
-            ld.ldp_sigma(
-                epsilon=float(e),
-                delta=float(d),
-                sensitivity=sens,
-                calibration=self.config.calibration,
-            )
-            for e, d in zip(eps, delta)
-        ]
-        self._sigma = np.array(sigma)
-        return self.make_plan(clients, eps, delta, self._sigma, info=info)
+        sigma = np.array(
+            [
+                ld.ldp_sigma(
+                    epsilon=float(e),
+                    delta=float(d),
+                    sensitivity=sens,
+                    calibration=self.config.calibration,
+                )
+                for e, d in zip(eps, delta)
+            ]
+        )
+        z = following_rho(
+            chosen_rho(responses), lambda rows: self.multipliers(eps[rows], delta[rows])
+        )
+        rho_rows = np.isfinite(chosen_rho(responses))
+        sigma[rho_rows] = z[rho_rows] * sens
+        self._sigma = sigma
+        return self.make_plan(clients, multipliers=z, delta=delta, sigma=sigma, info=info)
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
@@ -85,6 +99,9 @@ class SmpcDP(PerRoundGaussian):
     """Secure aggregation + DP noise scaled by 1/(K − C_bar − S_bar) (paper 004 baseline)."""
 
     round_columns = ("colluders", "residual_noise_var", "update_norm", "smpc_status")
+    example = Example(
+        {"max_colluders": 1, "max_stragglers": 1}, needs={"aggregation": {"kind": "mean"}}
+    )
 
     class Config(BoundsConfig):
         recovery: Literal["p2p", "none", "always"] = Field(
@@ -130,7 +147,14 @@ class SmpcDP(PerRoundGaussian):
         self._sigma = sigma_l / math.sqrt(honest) if honest >= 1 else sigma_l
         self.status = math.nan
         sigma = np.full(k, self._sigma)
-        return self.make_plan(clients, np.full(k, eps_d), np.full(k, delta_d), sigma, info=info)
+        eps_k, delta_k = np.full(k, eps_d), np.full(k, delta_d)
+        return self.make_plan(
+            clients,
+            multipliers=self.multipliers(eps_k, delta_k),
+            delta=delta_k,
+            sigma=sigma,
+            info=info,
+        )
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator

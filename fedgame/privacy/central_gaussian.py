@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
 from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext, column_of, ids_of
 
@@ -55,6 +55,9 @@ class CentralGaussian:
 
     placement = "central"
     noise = "gaussian"
+    #: the server's noise on the aggregate: a level chosen per client is not followed
+    follows: frozenset[str] = frozenset()
+    example = Example({"noise_multiplier": 0.3})
     round_columns = ("central_noise_std",)
 
     class Config(BaseModel):
@@ -119,7 +122,7 @@ class CentralGaussian:
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
-        aggregator = ctx.components.get("aggregation")
+        aggregator = ctx.aggregation
         self.weights_of = (
             aggregator.weights if isinstance(aggregator, WeightedSumAggregator) else None
         )

@@ -141,6 +141,8 @@ class PerRoundGaussian:
 
     placement = "distributed"
     noise = "gaussian"
+    #: one noise design for every selected client: a level chosen per client is not followed
+    follows: frozenset[str] = frozenset()
     round_columns: tuple[str, ...] = ("colluders", "residual_noise_var", "update_norm")
     client_columns: tuple[str, ...] = ("effective_noise_var",)
 
@@ -172,7 +174,7 @@ class PerRoundGaussian:
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         self.graph = ctx.graph
-        self.faults = ctx.components.get("network.faults")
+        self.faults = ctx.faults
         self.colluder = np.array([c.colluder for c in ctx.clients], dtype=bool)
 
     def epsilon_per_round(
@@ -214,17 +216,18 @@ class PerRoundGaussian:
     def make_plan(
         self,
         clients: Sequence[ClientView],
-        eps: np.ndarray,
+        *,
+        multipliers: np.ndarray,
         delta: np.ndarray,
         sigma: np.ndarray,
-        *,
         info: RoundInfo,
     ) -> PrivacyPlan:
-        """Remember the round's selection and build the plan with one charge per client."""
+        """Remember the round's selection and build the plan with one charge per client:
+        a Gaussian release of noise multiplier ``multipliers`` at δ share ``delta``."""
         self._round, self._ids = info.round, tuple(c.client_id for c in clients)
         self._metrics = ({}, {})
         self._update_norm = None
-        charges = Charges("gaussian", self.multipliers(eps, delta), delta=delta)
+        charges = Charges("gaussian", multipliers, delta=delta)
         return PrivacyPlan(self._ids, charges, np.asarray(sigma, float), self.config.clip)
 
     def clip_updates(self, updates: torch.Tensor) -> torch.Tensor:

@@ -20,7 +20,7 @@ from fedgame.privacy.local_common import (
     participations_field,
     training_from,
 )
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientValues, ClientView, Response, RoundInfo, SetupContext
 
@@ -104,6 +104,9 @@ class LocalDpSgd(PerClientCharges):
 
     placement = "local"
     noise = "subsampled_gaussian"
+    #: the noise is sized for the client's planned releases; a chosen level is not followed
+    follows: frozenset[str] = frozenset()
+    example = Example({"calibration": "paper"})
     client_columns = ("epsilon_closed_form",)
 
     class Config(BaseModel):
@@ -154,7 +157,7 @@ class LocalDpSgd(PerClientCharges):
         del rng
         self.training = training_from(ctx)
         self._closed = {c.client_id: 0.0 for c in ctx.clients}
-        self.participation.bind(ctx.components.get("selection"))
+        self.participation.bind(ctx.selection)
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int

@@ -12,6 +12,7 @@ from fedgame.errors import ScenarioError
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charges, PrivacyPlan, clip_rows, gaussian_noise
 from fedgame.privacy.calibrate import analytic_gaussian_multipliers
+from fedgame.privacy.levels import chosen_rho, following_rho
 from fedgame.registry import register
 from fedgame.scenario.planning import max_round_epsilon
 from fedgame.views import ClientView, Response, RoundInfo, column_of, ids_of
@@ -69,11 +70,14 @@ class GaussianMechanism:
     Δ = C for add/remove-one-client adjacency or 2C for replace-one. A policy may ask for
     another per-round ε in its response. Whatever the calibration, each release is accounted
     by its noise multiplier z = σ/Δ (the ``basic`` accountant charges the exact ε of that noise
-    at δ_k), so the reported ε spent is never below what the noise gives.
+    at δ_k), so the reported ε spent is never below what the noise gives. A response that
+    chooses a zCDP budget ρ (the QI-DPFL followers) gets exactly that: z = 1/sqrt(2ρ)
+    (:mod:`fedgame.privacy.levels`), whatever the calibration.
     """
 
     placement = "local"
     noise = "gaussian"
+    follows = frozenset({"epsilon", "rho"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -154,7 +158,9 @@ class GaussianMechanism:
         asked = column_of(responses, "epsilon")
         eps = np.where(np.isfinite(asked), asked, column_of(clients, "epsilon_round"))
         delta = column_of(clients, "delta_round")
-        z = self.multipliers(eps, delta)
+        z = following_rho(
+            chosen_rho(responses), lambda rows: self.multipliers(eps[rows], delta[rows])
+        )
         ids = tuple(ids_of(clients).tolist())
         charges = Charges("gaussian", z, delta=delta)
         return PrivacyPlan(ids, charges, z * self.sensitivity, self.config.clip)

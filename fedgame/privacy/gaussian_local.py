@@ -22,6 +22,7 @@ from fedgame.privacy.base import (
 )
 from fedgame.privacy.calibrate import analytic_gaussian_sigma, dpfl_bcs_gaussian_sigma
 from fedgame.privacy.gaussian import check_classic
+from fedgame.privacy.levels import chosen_rho, following_rho
 from fedgame.privacy.local_common import (
     ParticipationPlan,
     Participations,
@@ -33,7 +34,7 @@ from fedgame.privacy.local_common import (
     participations_field,
     training_from,
 )
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientValues, ClientView, Response, RoundInfo, SetupContext
 
@@ -93,12 +94,16 @@ class LocalGaussian(ReleaseSensitivity, PerClientCharges):
     to factor·η_t·(C + Θ)/D_k (paper 000 Eq. 13). Each release is described by z and its δ
     share δ_r; the accountant prices it (``basic`` charges the exact ε of that noise at δ_r).
     ``epsilon_closed_form`` (clients table) is the paper's figure for what was released: basic
-    composition for ``classic``/``per_round``, paper 000 Thm 2 with ``c2`` otherwise.
+    composition for ``classic``/``per_round``, paper 000 Thm 2 with ``c2`` otherwise. A
+    response that chooses a zCDP budget ρ is released at z = 1/sqrt(2ρ) instead
+    (:mod:`fedgame.privacy.levels`).
     """
 
     placement = "local"
     noise = "gaussian"
+    follows = frozenset({"epsilon", "rho"})
     client_columns = ("epsilon_closed_form",)
+    example = Example({"calibration": "dpfl_bcs", "c2": 0.3})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -190,7 +195,7 @@ class LocalGaussian(ReleaseSensitivity, PerClientCharges):
         self.training = training_from(ctx) if self.config.level == "sample" else None
         self.tally.reset([c.client_id for c in ctx.clients])
         self.deltas = {c.client_id: c.delta for c in ctx.clients}
-        self.participation.bind(ctx.components.get("selection"))
+        self.participation.bind(ctx.selection)
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
@@ -245,12 +250,20 @@ class LocalGaussian(ReleaseSensitivity, PerClientCharges):
     ) -> PrivacyPlan:
         defaults = [self.participation.round_budget(c)[0] for c in clients]
         eps_r = effective_epsilon(responses, defaults, echoed=[c.epsilon_round for c in clients])
-        z = np.array(
-            [
-                self.participation.floored(c.client_id, self.noise_multiplier(c, epsilon_round=e))
-                for c, e in zip(clients, eps_r)
-            ]
-        )
+
+        def planned(rows: np.ndarray) -> np.ndarray:
+            pick = np.flatnonzero(rows).tolist()
+            return np.array(
+                [
+                    self.participation.floored(
+                        clients[i].client_id,
+                        self.noise_multiplier(clients[i], epsilon_round=eps_r[i]),
+                    )
+                    for i in pick
+                ]
+            )
+
+        z = following_rho(chosen_rho(responses), planned)
         charges = Charges.of([self._charge(c, zk) for c, zk in zip(clients, z)])
         for c in clients:
             self.deltas[c.client_id] = c.delta

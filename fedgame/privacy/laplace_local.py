@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charge, Charges, PerClientCharges, PrivacyPlan, clip_rows
 from fedgame.privacy.calibrate import laplace_scale
+from fedgame.privacy.levels import chosen_rho, rho_laplace_epsilon
 from fedgame.privacy.local_common import (
     ParticipationPlan,
     Participations,
@@ -21,7 +22,7 @@ from fedgame.privacy.local_common import (
     participations_field,
     training_from,
 )
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
 
 if TYPE_CHECKING:
@@ -60,10 +61,14 @@ class LocalLaplace(ReleaseSensitivity, PerClientCharges):
     rounds use factor·η_t·(C + Θ)/D_k with the selection's ``loss_bound`` Θ (Eq. 13). Each
     release is described by z = b/Δ1 = 1/ε_r (a ``dp_accounting`` LaplaceDpEvent); ``basic``
     (default, the papers' composition) adds ε_r up; ``rdp``, ``pld`` and ``zcdp`` also describe it.
+    A response that chooses a zCDP budget ρ is released at ε_r = sqrt(2ρ), which is ρ-zCDP
+    (:mod:`fedgame.privacy.levels`).
     """
 
     placement = "local"
     noise = "laplace"
+    follows = frozenset({"epsilon", "rho"})
+    example = Example({"participations": 1})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -109,7 +114,7 @@ class LocalLaplace(ReleaseSensitivity, PerClientCharges):
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
         self.training = training_from(ctx) if self.config.level == "sample" else None
-        self.participation.bind(ctx.components.get("selection"))
+        self.participation.bind(ctx.selection)
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
@@ -135,6 +140,8 @@ class LocalLaplace(ReleaseSensitivity, PerClientCharges):
         eps = np.array(
             [1.0 / self.participation.floored(c.client_id, 1.0 / e) for c, e in zip(clients, eps)]
         )
+        rho = chosen_rho(responses)
+        eps = np.where(np.isfinite(rho), rho_laplace_epsilon(rho), eps)
         sens = self.sensitivities(clients, round_index=info.round - 1)
         scale = np.array([laplace_scale(sensitivity=s, epsilon=e) for s, e in zip(sens, eps)])
         sample = self.config.level == "sample"

@@ -37,7 +37,7 @@ from fedgame.privacy.distributed import (
     check_bounds,
     check_equal_weights,
 )
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientView, Response, RoundInfo
 
 if TYPE_CHECKING:
@@ -109,6 +109,11 @@ def pairwise_noise(
 @register("privacy", "lightdp")
 class LightDP(PerRoundGaussian):
     """LightDP-FL: pairwise-cancelling + individual Gaussian noise (paper 004, eq. 7)."""
+
+    example = Example(
+        {"max_colluders": 1},
+        needs={"aggregation": {"kind": "mean"}, "network": {"topology": {"kind": "complete"}}},
+    )
 
     class Config(BoundsConfig):
         incomplete_graph: Literal["reject", "ldp_floor"] = Field(
@@ -183,7 +188,14 @@ class LightDP(PerRoundGaussian):
         self.design = d
         self._pairs = pair_arrays(sub, ids)
         sigma = np.full(k, d.sigma_individual)
-        return self.make_plan(clients, np.full(k, eps_d), np.full(k, delta_d), sigma, info=info)
+        eps_k, delta_k = np.full(k, eps_d), np.full(k, delta_d)
+        return self.make_plan(
+            clients,
+            multipliers=self.multipliers(eps_k, delta_k),
+            delta=delta_k,
+            sigma=sigma,
+            info=info,
+        )
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator

@@ -79,10 +79,9 @@ def check_sample_level(scenario: Any, *, key: str, norm: str) -> None:
 
 def training_from(ctx: SetupContext) -> TrainingSettings:
     """The run's training settings, read from the learner the model hands to ``prepare``."""
-    learner = ctx.components.get("learner")
-    if learner is None:
-        raise RuntimeError("prepare() needs ctx.components['learner'] (the batched learner)")
-    settings: TrainingSettings = learner.settings
+    if ctx.learner is None:
+        raise RuntimeError("prepare() needs ctx.learner (the batched learner)")
+    settings: TrainingSettings = ctx.learner.settings
     return settings
 
 
@@ -177,7 +176,7 @@ class ParticipationPlan:
         return self.scenario
 
     def bind(self, selection: Any) -> None:
-        """Attach the run's selection (``ctx.components["selection"]``) in ``prepare``."""
+        """Attach the run's selection (``ctx.selection``) in ``prepare``."""
         self.selection = selection
         self.hooked = self.setting == "auto" and isinstance(selection, ParticipationPlanner)
 

@@ -22,6 +22,8 @@ class NoPrivacy:
 
     placement = "none"
     noise = "none"
+    #: no noise at any level: the reference world without DP, where a level buys no noise
+    follows = frozenset({"epsilon", "rho"})
 
     def __init__(self, config: object) -> None:
         del config

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charges, PrivacyPlan, clip_rows, gaussian_noise
 from fedgame.privacy.calibrate import zcdp_to_epsilon
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientView, Response, RoundInfo, column_of, ids_of
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ class ZcdpGaussian:
 
     placement = "local"
     noise = "gaussian"
+    follows = frozenset({"rho"})
+    example = Example({"rho": 2.0})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

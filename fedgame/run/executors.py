@@ -35,6 +35,7 @@ from fedgame.plugins import add_search_dirs, module_dirs
 from fedgame.run.devices import WorkerPlan, plan_local_workers, ray_gpus, run_device
 from fedgame.run.grid import SweepRun
 from fedgame.run.single import RunResult
+from fedgame.trust import TRUST_ENV, trusted
 
 EXECUTORS = ("local", "ray", "serial")
 
@@ -88,17 +89,26 @@ def init_worker() -> None:
     threadpool_limits(limits=1)
 
 
-def init_pool_worker(driver: int, slots: Any = None, plugin_dirs: Sequence[str] = ()) -> None:
+def init_pool_worker(
+    driver: int, slots: Any = None, plugin_dirs: Sequence[str] = (), trust: bool = False
+) -> None:
     """Local pool worker set-up: ignore SIGINT, die with ``driver`` (the process that started
     the pool), take this worker's environment (``CUDA_VISIBLE_DEVICES``: its GPU) from the
     ``slots`` queue when there is one, find the scenarios' plug-in modules where the driver
-    found them, then :func:`init_worker`."""
+    found them (trusting them when the driver did), then :func:`init_worker`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(driver)
     if slots is not None:
         os.environ.update(slots.get(timeout=60))  # before CUDA is first used in this process
-    add_search_dirs(plugin_dirs)
+    take_plugins(plugin_dirs, trust)
     init_worker()
+
+
+def take_plugins(dirs: Sequence[str], trust: bool) -> None:
+    """A worker: search ``dirs`` first for scenario modules, and trust them iff the driver
+    did (``FEDGAME_TRUST_PLUGINS``, set for this process only)."""
+    add_search_dirs(dirs)
+    os.environ[TRUST_ENV] = "1" if trust else "0"
 
 
 def plugin_dirs(runs: Sequence[SweepRun]) -> tuple[str, ...]:
@@ -107,6 +117,12 @@ def plugin_dirs(runs: Sequence[SweepRun]) -> tuple[str, ...]:
     its ``sys.path``)."""
     names = dict.fromkeys(name for run in runs for name in run.data.get("plugins") or ())
     return module_dirs(names)
+
+
+def _driver_trusts(runs: Sequence[SweepRun]) -> bool:
+    """Whether workers may import the runs' plug-in modules: the driver trusts them (it
+    validated every run before, so a run with modules and no trust never gets here)."""
+    return any(run.data.get("plugins") for run in runs) and trusted()
 
 
 def exit_with_parent(parent: int) -> None:
@@ -247,7 +263,7 @@ class LocalExecutor:
                     max_workers=size,
                     mp_context=context,
                     initializer=init_pool_worker,
-                    initargs=(os.getpid(), slots, plugin_dirs(runs)),
+                    initargs=(os.getpid(), slots, plugin_dirs(runs), _driver_trusts(runs)),
                 )
             try:
                 unsettled = self._drain(pool, pending, on_done)
@@ -361,14 +377,14 @@ class RayExecutor:
     def run(self, runs: Sequence[SweepRun], on_done: OnDone) -> None:
         ray = self._ray
         cluster_gpus = float(ray.cluster_resources().get("GPU", 0.0))
-        dirs = plugin_dirs(runs)
+        dirs, trust = plugin_dirs(runs), _driver_trusts(runs)
         refs = {}
         for run in runs:
             gpus = ray_gpus(
                 run_device(run.data), gpus_per_run=self.gpus_per_run, cluster_gpus=cluster_gpus
             )
             task = self._task.options(num_gpus=gpus) if gpus else self._task
-            refs[task.remote(run, dirs)] = run
+            refs[task.remote(run, dirs, trust)] = run
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1)
             for ref in done:
@@ -382,8 +398,8 @@ class RayExecutor:
         self._ray.shutdown()
 
 
-def _ray_execute(run: SweepRun, plugin_dirs: tuple[str, ...]) -> Outcome:
-    add_search_dirs(plugin_dirs)
+def _ray_execute(run: SweepRun, plugin_dirs: tuple[str, ...], trust: bool) -> Outcome:
+    take_plugins(plugin_dirs, trust)
     init_worker()
     return execute(run)
 

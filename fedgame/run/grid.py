@@ -200,14 +200,14 @@ def plan_from_data(
     names the scenario file in errors. Raises ``ScenarioError``.
     """
     try:
-        base = validate(data)
+        base = validate(data, file=file)
         full_grid = check_grid(merge_grid(base.sweep.grid, (grid or {}).items()))
         reps = base.sweep.replicates if replicates is None else replicates
         if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
             raise ScenarioError("--replicates", reps, "a positive integer")
         check_size(full_grid, reps)
         points = expand(full_grid)
-        checked = [_validate_point(data, point) for point in points]
+        checked = [_validate_point(data, point, file=file) for point in points]
         memory = max(m for m, _ in checked)
     except ScenarioError as err:
         raise (err.with_file(file) if file else err) from None
@@ -239,7 +239,9 @@ def plan_from_data(
     )
 
 
-def _validate_point(data: dict[str, Any], point: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def _validate_point(
+    data: dict[str, Any], point: dict[str, Any], *, file: str | None = None
+) -> tuple[int, dict[str, Any]]:
     """Validate and preflight one grid point: its memory estimate (bytes) and its identity.
 
     The identity is the whole resolved scenario of the run (every default and plug-in
@@ -247,7 +249,7 @@ def _validate_point(data: dict[str, Any], point: dict[str, Any]) -> tuple[int, d
     e.g. by a ``--set``, give their runs different ids.
     """
     try:
-        scenario = validate(apply_overrides(data, point.items()))
+        scenario = validate(apply_overrides(data, point.items()), file=file)
         memory = preflight(scenario).footprint.total
         resolved = resolved_scenario(scenario)
         resolved.pop("sweep", None)
@@ -256,5 +258,5 @@ def _validate_point(data: dict[str, Any], point: dict[str, Any]) -> tuple[int, d
     except ScenarioError as err:
         where = ", ".join(f"{k}={v!r}" for k, v in point.items())
         raise ScenarioError(
-            err.key, err.value, f"{err.allowed} (in sweep grid point {where})"
+            err.key, err.value, f"{err.allowed} (in sweep grid point {where})", file=err.file
         ) from None

@@ -8,10 +8,9 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import yaml
 
 from fedgame.errors import DivergenceError, Interrupted
 from fedgame.run import store
@@ -19,6 +18,9 @@ from fedgame.run.devices import CUDA_ENV
 from fedgame.run.interrupts import StopOnSignal, signal_of
 from fedgame.scenario.load import validated_tree
 from fedgame.scenario.schema import Scenario
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass
@@ -86,13 +88,13 @@ def simulate(
         try:
             for _ in range(scenario.rounds):
                 model.step()
-                if bar is not None:
-                    bar.update(1)
+                if bar is not None:  # the round just finished: postfix first, then draw
                     bar.set_postfix(
                         acc=f"{model.test_accuracy:.3f}",
                         eps=f"{model.epsilon_spent.mean():.2f}",
                         refresh=False,
                     )
+                    bar.update(1)
                 if model.monitor.stop_requested:
                     status = "degenerate"
                     message = f"stopped in round {model.steps}: {model.monitor.degenerate_reason}"
@@ -148,6 +150,7 @@ def _result(
     created: str,
     started: float,
 ) -> RunResult:
+    from fedgame.plugins import describe_modules
     from fedgame.scenario.output import clients_table_reason
 
     rounds, clients = tables(model)
@@ -184,24 +187,40 @@ def _result(
         "final_test_accuracy": final,
         "warnings": model.monitor.log.warnings(),
         "degenerate_rounds": model.monitor.log.rounds,
+        # every plug-in module loaded (entry points, the scenario's plugins): file and SHA-256
+        "plugins": describe_modules(scenario.plugins),
     }
     return RunResult(rounds, clients, manifest, None, resolved_scenario(scenario))
 
 
 def write_run(result: RunResult, out_dir: Path, *, run_id: str | None = None) -> Path:
-    """Write the run folder; the manifest goes last."""
+    """Write the run folder ``out_dir/<name>/<run id>`` (real folders below ``out_dir``, no
+    link followed: :func:`fedgame.run.store.make_folders`); the manifest goes last."""
     manifest = result.manifest
     run_id = run_id or store.new_run_id(manifest["seed"], manifest["replicate"])
     manifest["run_id"] = run_id
-    run_dir = out_dir / manifest["scenario"] / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    store.atomic_write_parquet(run_dir / "rounds.parquet", result.rounds)
-    store.atomic_write_parquet(run_dir / "clients.parquet", result.clients)
-    store.atomic_write_text(
-        run_dir / "scenario.resolved.yaml", yaml.safe_dump(result.scenario, sort_keys=False)
+    run_dir = store.make_folders(out_dir, manifest["scenario"], run_id)
+    rounds, clients = run_tables(result)
+    store.write_run_files(
+        run_dir,
+        rounds=rounds,
+        clients=clients,
+        scenario=result.scenario,
+        manifest=manifest,
     )
-    store.write_manifest(run_dir, manifest)
     return run_dir
+
+
+def run_tables(result: RunResult) -> tuple[pa.Table, pa.Table]:
+    """The run's ``rounds`` and ``clients`` tables as Arrow tables carrying their column
+    dictionary (:mod:`fedgame.columns`; writers named from the run's plug-ins)."""
+    from fedgame.columns import arrow_table, plugins_of
+
+    plugins = plugins_of(result.scenario)
+    return (
+        arrow_table(result.rounds, "rounds", plugins=plugins),
+        arrow_table(result.clients, "clients", plugins=plugins),
+    )
 
 
 def _progress_bar(scenario: Scenario, *, enabled: bool) -> Any:

@@ -2,7 +2,9 @@
 
 Layout of ``<out>/<name>/sweep-<id>/`` (see :mod:`fedgame.run.grid` for the ids)::
 
-    sweep.json            the plan (grid, replicates, runs) and, at the end, the summary
+    sweep.json            the plan (grid, replicates, runs), the last invocation's summary
+                          and ``history``: every invocation (command, executor, start/end,
+                          done/skipped/failed), oldest first
     sweep.parquet         one row per run x round: rounds table + swept keys, replicate,
                           run_id, status (written at the end, atomically)
     runs/<run-id>/        each run's folder as for ``fedgame run``; manifest.json is last
@@ -27,24 +29,32 @@ workers are stopped, the finished runs stay written, ``sweep.json`` says ``inter
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fedgame.analysis.sweep import FINISHED, build_sweep_frame
-from fedgame.errors import Interrupted
+from fedgame.columns import arrow_table, cast_columns
+from fedgame.errors import Interrupted, ResultsError, ScenarioError
 from fedgame.run import store
 from fedgame.run.devices import planned_concurrency, run_device, visible_gpus
 from fedgame.run.executors import Outcome, make_executor
 from fedgame.run.grid import SweepPlan, SweepRun
 from fedgame.run.interrupts import StopOnSignal, signal_of
-from fedgame.run.single import RunResult
-from fedgame.scenario.preflight import check_concurrency, check_output, memory_limit
+from fedgame.run.single import RunResult, run_tables
+from fedgame.scenario.preflight import (
+    check_concurrency,
+    check_output,
+    check_results_tree,
+    memory_limit,
+)
 
 
 @dataclass
@@ -110,8 +120,13 @@ def run_sweep(
     address: str | None = None,
     progress: bool = True,
     gpus: Sequence[str] | None = None,
+    command: str | None = None,
 ) -> SweepSummary:
     """Execute every unfinished run of ``plan`` and write ``sweep.parquet``.
+
+    ``sweep.json`` keeps one ``history`` entry per call (a resume adds one, never rewrites
+    the earlier ones): ``command`` (default: this process's command line), the executor, the
+    start and end (UTC, ISO 8601), the status and the counts of runs done, skipped, failed.
 
     The output folder, the memory of the concurrent runs and the executor (Ray connected) are
     checked before anything is written, so a bad setting raises ``ScenarioError`` with nothing
@@ -119,10 +134,11 @@ def run_sweep(
     local Ray) with; default: those visible here (:func:`fedgame.run.devices.visible_gpus`).
     """
     started = time.perf_counter()
+    check_output(plan.sweep_dir, key=plan.out_key, value=str(plan.out))
+    check_sweep_tree(plan)
     todo, repaired = plan_work(plan)
     summary = SweepSummary(plan.sweep_dir, len(plan.runs), skipped=len(plan.runs) - len(todo))
     summary.repaired = repaired
-    check_output(plan.sweep_dir, key=plan.out_key, value=str(plan.out))
     if todo and executor != "serial" and gpus is None:
         gpus = visible_gpus()
     if todo and address is None:  # a Ray cluster's memory is not this machine's
@@ -142,9 +158,24 @@ def run_sweep(
         else None
     )
     sweep_dir = plan.sweep_dir
-    sweep_dir.mkdir(parents=True, exist_ok=True)
+    store.make_folders(plan.out, plan.name, sweep_dir.name, "runs")
+    history = _history(sweep_dir)
+    history.append(
+        {
+            "command": command if command is not None else command_line(),
+            "executor": executor,
+            "workers": workers,
+            **({"address": address} if address else {}),
+            "started": _now(),
+            "ended": None,
+            "status": "running",
+            "done": 0,
+            "skipped": summary.skipped,
+            "failed": 0,
+        }
+    )
     (sweep_dir / "sweep.parquet").unlink(missing_ok=True)
-    _write_sweep_json(plan, status="running", summary=summary)
+    _write_sweep_json(plan, status="running", summary=summary, history=history)
     for run in todo:
         shutil.rmtree(plan.run_dir(run), ignore_errors=True)
     bar = _bar(len(todo), plan.name, enabled=progress)
@@ -176,14 +207,43 @@ def run_sweep(
                 pool.close()
             if bar is not None:
                 bar.close()
-        frame = build_sweep_frame(sweep_dir, plan.describe()["runs"])
-        store.atomic_write_parquet(sweep_dir / "sweep.parquet", frame)
+        try:
+            frame = build_sweep_frame(sweep_dir, plan.describe()["runs"])
+        except (OSError, ValueError) as exc:  # a run's table went missing meanwhile
+            raise ResultsError(sweep_dir, f"its runs' tables cannot be read ({exc})") from None
+        sweep_table = arrow_table(cast_columns(frame, "sweep"), "sweep")
+        store.atomic_write_parquet(sweep_dir / "sweep.parquet", sweep_table)
         summary.seconds = time.perf_counter() - started
-        _write_sweep_json(plan, status=summary.status, summary=summary)
+        history[-1].update(
+            ended=_now(),
+            status=summary.status,
+            done=summary.done,
+            diverged=summary.diverged,
+            failed=len(summary.failed),
+            repaired=len(summary.repaired),
+            seconds=round(summary.seconds, 3),
+        )
+        _write_sweep_json(plan, status=summary.status, summary=summary, history=history)
     if signum:
         raise Interrupted(signum, summary)
     stop.raise_pending(summary)
     return summary
+
+
+def check_sweep_tree(plan: SweepPlan) -> None:
+    """Refuse, before anything is written, a sweep folder fedgame could only write through a
+    link or over something that is not its own: a link or a file at ``<name>``,
+    ``sweep-<id>``, ``runs`` or a run's folder, a folder or link at ``sweep.json`` or
+    ``sweep.parquet``."""
+    key, value = plan.out_key, str(plan.out)
+    check_results_tree(plan.out, plan.name, plan.sweep_dir.name, "runs", key=key, value=value)
+    for run in plan.runs:
+        check_results_tree(plan.sweep_dir, "runs", run.run_id, key=key, value=value)
+    for name in ("sweep.json", "sweep.parquet"):
+        path = plan.sweep_dir / name
+        problem = store.not_a_plain_file(path) if os.path.lexists(path) else None
+        if problem:
+            raise ScenarioError(key, value, f"a results folder fedgame can write; {path} {problem}")
 
 
 def plan_work(plan: SweepPlan) -> tuple[list[SweepRun], dict[str, str]]:
@@ -238,7 +298,7 @@ def write_outcome(outcome: Outcome, run_dir: Path) -> None:
             "traceback": outcome.trace,
             "sweep": sweep_info,
         }
-        run_dir.mkdir(parents=True, exist_ok=True)
+        store.make_folders(run_dir.parent, run_dir.name)
         store.write_manifest(run_dir, manifest)
         return
     result: RunResult = outcome.result
@@ -246,15 +306,73 @@ def write_outcome(outcome: Outcome, run_dir: Path) -> None:
     result.manifest["sweep"] = sweep_info
     # ``warnings`` is the run's degenerate play (by kind); Python warnings have their own key
     result.manifest["runtime_warnings"] = list(outcome.warnings)
-    store.atomic_write_parquet(run_dir / "rounds.parquet", result.rounds)
-    store.atomic_write_parquet(run_dir / "clients.parquet", result.clients)
-    store.atomic_write_text(
-        run_dir / "scenario.resolved.yaml", yaml.safe_dump(result.scenario, sort_keys=False)
+    store.make_folders(run_dir.parent, run_dir.name)
+    rounds, clients = run_tables(result)
+    store.write_run_files(
+        run_dir,
+        rounds=rounds,
+        clients=clients,
+        scenario=result.scenario,
+        manifest=result.manifest,
     )
-    store.write_manifest(run_dir, result.manifest)
 
 
-def _write_sweep_json(plan: SweepPlan, *, status: str, summary: SweepSummary | None = None) -> None:
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """This process's command line as a shell would take it (``fedgame sweep ...``; ``python
+    -m fedgame ...`` for the module).
+
+    >>> command_line(["/x/.venv/bin/fedgame", "sweep", "a b.yaml"])
+    "fedgame sweep 'a b.yaml'"
+    """
+    args = list(sys.argv if argv is None else argv)
+    if not args:
+        return ""
+    head = Path(args[0]).name
+    prefix = ["python", "-m", "fedgame"] if head == "__main__.py" else [head]
+    return shlex.join([*prefix, *args[1:]])
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _history(sweep_dir: Path) -> list[dict[str, Any]]:
+    """The invocations an earlier ``sweep.json`` recorded (none when it is absent or
+    unreadable; a ``sweep.json`` from before the history began counts its summary as one)."""
+    try:
+        info = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(info, dict):
+        return []
+    history = info.get("history")
+    if isinstance(history, list):
+        return [entry for entry in history if isinstance(entry, dict)]
+    old = info.get("summary")
+    if isinstance(old, dict):
+        failed = old.get("failed")
+        return [
+            {
+                "command": None,
+                "executor": None,
+                "started": None,
+                "ended": None,
+                "status": info.get("status"),
+                "done": old.get("done"),
+                "skipped": old.get("skipped"),
+                "failed": len(failed) if isinstance(failed, dict) else failed,
+            }
+        ]
+    return []
+
+
+def _write_sweep_json(
+    plan: SweepPlan,
+    *,
+    status: str,
+    summary: SweepSummary | None = None,
+    history: list[dict[str, Any]] | None = None,
+) -> None:
     info: dict[str, Any] = {"status": status, **plan.describe()}
     if summary is not None:
         info["summary"] = {
@@ -268,6 +386,8 @@ def _write_sweep_json(plan: SweepPlan, *, status: str, summary: SweepSummary | N
             "repaired": summary.repaired,
             "seconds": summary.seconds,
         }
+    if history is not None:
+        info["history"] = history
     store.atomic_write_text(plan.sweep_dir / "sweep.json", json.dumps(info, indent=2, default=str))
 
 
@@ -279,4 +399,12 @@ def _bar(total: int, name: str, *, enabled: bool) -> Any:
     return tqdm(total=total, desc=f"sweep {name}", unit="run")
 
 
-__all__ = ["SweepPlan", "SweepRun", "SweepSummary", "run_status", "run_sweep", "write_outcome"]
+__all__ = [
+    "SweepPlan",
+    "SweepRun",
+    "SweepSummary",
+    "command_line",
+    "run_status",
+    "run_sweep",
+    "write_outcome",
+]

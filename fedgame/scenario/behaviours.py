@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.errors import ScenarioError
 from fedgame.game.rules import check_rules
 

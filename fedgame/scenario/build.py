@@ -9,14 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import networkx as nx
 import numpy as np
 import torch
 
-from fedgame import registry
+import fedgame.registry as registry
+from fedgame.components import Components
 from fedgame.data.datasets import Dataset
 from fedgame.data.quality import emd_to_population, label_counts
 from fedgame.data.shards import ClientShards, as_shards
@@ -54,7 +55,7 @@ class World:
     population: dict[str, np.ndarray]
     behaviours: tuple[BehaviourGroup, ...]
     graph: nx.Graph
-    components: dict[str, Any]
+    components: Components
     device: torch.device
     planned_participations: int
 
@@ -74,15 +75,17 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(device_name(name))
 
 
-def build_components(scenario: Scenario) -> dict[str, Any]:
+def build_components(scenario: Scenario) -> Components:
     """Instantiate every plug-in named in the scenario (client policies: ``build_behaviours``)."""
     from fedgame.scenario.schema import COMPONENT_FAMILIES
 
-    return {
-        path: registry.create(family, scenario.component(path).kind, scenario.config(path))
-        for path, family in COMPONENT_FAMILIES.items()
-        if family != "policy"
-    }
+    return Components.from_paths(
+        {
+            path: registry.create(family, scenario.component(path).kind, scenario.config(path))
+            for path, family in COMPONENT_FAMILIES.items()
+            if family != "policy"
+        }
+    )
 
 
 def build_behaviours(scenario: Scenario, index: np.ndarray) -> tuple[BehaviourGroup, ...]:
@@ -154,15 +157,15 @@ def build_world(scenario: Scenario, *, plan: SeedPlan) -> World:
     components = build_components(scenario)
     device = resolve_device(scenario.training.device)
     with _key_prefix("data.dataset"):
-        dataset: Dataset = components["data.dataset"].load(rng=plan.rng("data"), num_clients=n)
+        dataset: Dataset = components.dataset.load(rng=plan.rng("data"), num_clients=n)
     with _key_prefix("data.partition"):
         parts = as_shards(
-            components["data.partition"].split(
+            components.partition.split(
                 dataset.y_train, num_clients=n, rng=plan.rng("partition"), groups=dataset.groups
             )
         )
     with _key_prefix("model"):
-        module = components["model"].build(
+        module = components.model.build(
             input_shape=dataset.input_shape, num_classes=dataset.num_classes
         )
     params = init_parameters(module, generator=plan.torch_generator("init"))
@@ -177,7 +180,7 @@ def build_world(scenario: Scenario, *, plan: SeedPlan) -> World:
         settings=scenario.training,
         device=device,
     )
-    fraction = components["selection"].expected_fraction(n)
+    fraction = components.selection.expected_fraction(n)
     participations = max(1, math.ceil(scenario.rounds * fraction))
     index = behaviours.assignment(scenario, rng=plan.rng("population", "behaviour"))
     groups = build_behaviours(scenario, index)
@@ -188,14 +191,14 @@ def build_world(scenario: Scenario, *, plan: SeedPlan) -> World:
         dataset.y_train,
         dataset.num_classes,
         plan=plan,
-        privacy=components["privacy"],
+        privacy=components.privacy,
         participations=participations,
         behaviour_labels=labels,
     )
-    graph = components["network.topology"].build(n, rng=plan.rng("topology"))
-    for group in groups:
-        if group.params is None:
-            components[f"behaviour:{group.label}"] = group.decision
+    graph = components.topology.build(n, rng=plan.rng("topology"))
+    components = replace(
+        components, behaviours={g.label: g.decision for g in groups if g.params is None}
+    )
     return World(
         dataset, parts, learner, population, groups, graph, components, device, participations
     )

@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.agents.table import CLIENT_COLUMNS
 from fedgame.data.datasets import DataFootprint, SizedDataset
 from fedgame.errors import ScenarioError

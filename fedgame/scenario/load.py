@@ -21,9 +21,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.agents.population import ExplicitList
 from fedgame.errors import ScenarioError
+from fedgame.privacy.levels import check_coupling
 from fedgame.scenario import behaviours
 from fedgame.scenario.raw import check_finite, check_no_bool_numbers, check_raw
 from fedgame.scenario.safe_yaml import MAX_DEPTH, MAX_DOCUMENT_BYTES, decode, load_yaml
@@ -36,16 +37,27 @@ OVERRIDE_KEY = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
 
 def read_raw(path: str | Path) -> dict[str, Any]:
     """Parse a scenario file into a plain dict (no validation)."""
+    if not str(path).strip():
+        raise ScenarioError("", ..., "path is empty: name a scenario file (.yaml, .yml or .toml)")
     path = Path(path)
     fmt = SUFFIXES.get(path.suffix.lower())
     if fmt is None:
-        raise ScenarioError(
-            "", path.suffix, "scenario files end in .yaml, .yml or .toml"
-        ).with_file(str(path))
+        raise ScenarioError("", ..., _not_a_scenario_file(path)).with_file(str(path))
     try:
         return _parse(_read_bytes(path), fmt)
     except ScenarioError as err:
         raise err.with_file(str(path)) from None
+
+
+def _not_a_scenario_file(path: Path) -> str:
+    """Why ``path`` (without a scenario suffix) is refused, in words."""
+    if path.is_dir():
+        what = "is a folder"
+    elif not path.suffix:
+        what = "has no suffix"
+    else:
+        what = f"ends in {path.suffix!r}"
+    return f"{what}; scenario files end in .yaml, .yml or .toml"
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -85,7 +97,9 @@ def _parse(data: bytes, fmt: str) -> dict[str, Any]:
     if parsed is None:
         parsed = {}
     if not isinstance(parsed, dict):
-        raise ScenarioError("", type(parsed).__name__, "a scenario is a mapping of keys")
+        raise ScenarioError(
+            "", ..., f"holds a {type(parsed).__name__}; a scenario is a mapping of keys"
+        )
     check_raw(parsed)
     return parsed
 
@@ -98,7 +112,10 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ScenarioError("--set", text, "overrides are written KEY=VALUE, e.g. privacy.clip=2.0")
     if not OVERRIDE_KEY.fullmatch(key) or key.count(".") >= MAX_DEPTH:
         raise ScenarioError(
-            "--set", key, f"a dotted key of at most {MAX_DEPTH} names, e.g. privacy.clip"
+            "--set",
+            key,
+            f"a dotted key of at most {MAX_DEPTH} names of ASCII letters, digits, '_' and '-', "
+            f"e.g. privacy.clip; {key_problem(key)}",
         )
     try:
         value = load_yaml(raw) if raw.strip() else ""
@@ -107,6 +124,20 @@ def parse_override(text: str) -> tuple[str, Any]:
             raise ScenarioError(key, ..., f"(from --set) {err.allowed}") from None
         value = raw
     return key, value
+
+
+def key_problem(key: str) -> str:
+    """What is wrong with a dotted key that :data:`OVERRIDE_KEY` refuses, naming the segment."""
+    parts = key.split(".")
+    if len(parts) > MAX_DEPTH:
+        return f"this one has {len(parts)} names"
+    for i, part in enumerate(parts, start=1):
+        if not part:
+            return f"name {i} of {len(parts)} is empty"
+        bad = next((c for c in part if not (c.isascii() and (c.isalnum() or c in "_-"))), None)
+        if bad is not None:
+            return f"name {i} ({part!r}) holds {bad!r}"
+    return "it is not one"
 
 
 def apply_overrides(data: dict[str, Any], overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
@@ -153,13 +184,22 @@ def _is_component_path(path: str) -> bool:
 
 
 def validate(data: Mapping[str, Any], *, file: str | None = None) -> Scenario:
-    """Validate a raw dict into a ``Scenario`` with every plug-in config resolved."""
+    """Validate a raw dict into a ``Scenario`` with every plug-in config resolved.
+
+    The schema's own keys are checked first; only then are the scenario's ``plugins``
+    imported (when trusted: :mod:`fedgame.trust`; looked for beside ``file`` first), before
+    the components they may register are looked up.
+    """
+    from fedgame.plugins import load_modules
+
     try:
         check_raw(data)
         try:
             scenario = Scenario.model_validate(dict(data))
         except ValidationError as exc:
             raise registry.scenario_error_from_pydantic(exc, model=Scenario) from None
+        check_population(scenario)
+        load_modules(scenario.plugins, near=Path(file).parent if file else None)
         resolve_components(scenario)
         scenario._behaviours = behaviours.resolve(scenario)
         tree = validated_tree(scenario)
@@ -201,9 +241,8 @@ def resolve_components(scenario: Scenario) -> None:
     scenario._configs = configs
 
 
-def check_cross_fields(scenario: Scenario) -> None:
-    """Checks that need several sections; plug-in classes declaring
-    :class:`~fedgame.registry.ChecksScenario` add theirs."""
+def check_population(scenario: Scenario) -> None:
+    """Checks of ``population`` that need no plug-in (made before any plug-in is imported)."""
     pop = scenario.population
     if pop.colluders >= pop.clients:
         raise ScenarioError(
@@ -225,10 +264,17 @@ def check_cross_fields(scenario: Scenario) -> None:
                 f"a list of {len(dist.values)} values",
                 f"one value per client: {pop.clients} values (population.clients)",
             )
+
+
+def check_cross_fields(scenario: Scenario) -> None:
+    """Checks that need the plug-ins: classes declaring
+    :class:`~fedgame.registry.ChecksScenario` add theirs (:func:`check_population` made the
+    population's own before any plug-in was imported)."""
     for path, family in COMPONENT_FAMILIES.items():
         cls = registry.entry(family, scenario.component(path).kind).cls
         if issubclass(cls, registry.ChecksScenario):
             cls.check_scenario(scenario.config(path), scenario, key=path)
+    check_coupling(scenario)
 
 
 def _check_range(
@@ -256,13 +302,12 @@ def _check_range(
 
 def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
     """Read, override and validate a scenario file. Raises ``ScenarioError``."""
-    path = Path(path)
     raw = read_raw(path)
+    path = Path(path)
     try:
-        parsed = [parse_override(o) for o in overrides]
+        data = apply_overrides(raw, [parse_override(o) for o in overrides])
     except ScenarioError as err:
         raise err.with_file(str(path)) from None
-    data = apply_overrides(raw, parsed)
     data.setdefault("name", path.stem)
     return validate(data, file=str(path))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fedgame import registry
+import fedgame.registry as registry
 
 
 def planned_participations(scenario: Any) -> int:

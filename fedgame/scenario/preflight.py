@@ -12,7 +12,8 @@ key, the value and what is allowed, anything that would fail after the model is 
    or a cgroup's remaining allowance when lower), lowered by ``FEDGAME_MEMORY_LIMIT`` (e.g.
    ``8G``) when that is set; on CUDA also the learner against the GPU's free memory;
 5. the output location: ``<out>/<name>`` can be created and written (no file or dangling
-   symbolic link in the way, write permission), so a run never computes what it cannot save.
+   symbolic link in the way, write permission, and no link at all below ``<out>``: fedgame
+   never writes through one), so a run never computes what it cannot save.
 
 ``validate`` runs exactly these checks; ``run`` and ``sweep`` run them before the first round.
 """
@@ -66,6 +67,7 @@ def preflight(
             check_gpu_memory(footprint, device)
         if out is not None:
             check_output(Path(out) / scenario.name, key=out_key, value=str(out))
+            check_results_tree(out, scenario.name, key=out_key, value=str(out))
     except ScenarioError as err:
         raise (err.with_file(file) if file else err) from None
     return Preflight(footprint, limit, source, device)
@@ -73,7 +75,7 @@ def preflight(
 
 def check_partition(scenario: Scenario, footprint: Footprint) -> None:
     """Every client gets the partition's ``min_size`` samples (when the sizes are exact)."""
-    from fedgame import registry
+    import fedgame.registry as registry
     from fedgame.data.partition import ChecksCapacity, DeclaresMinSize, check_capacity
 
     data = footprint.data
@@ -212,3 +214,19 @@ def check_output(folder: str | Path, *, key: str, value: str) -> None:
             f"a folder fedgame can write; cannot create folders in {existing} "
             f"({exc.strerror or exc})",
         ) from None
+
+
+def check_results_tree(root: str | Path, *parts: str, key: str, value: str) -> None:
+    """Refuse a link or a non-folder at any existing ``root/parts...`` below ``root`` (the
+    results folder the user named, which may itself be a link): fedgame writes only into real
+    folders there (:func:`fedgame.run.paths.make_folders`)."""
+    from fedgame.run.paths import not_a_real_folder
+
+    path = Path(root)
+    for part in parts:
+        path = path / part
+        if not os.path.lexists(path):
+            return
+        problem = not_a_real_folder(path)
+        if problem:
+            raise ScenarioError(key, value, f"a results folder fedgame can write; {path} {problem}")

@@ -37,7 +37,7 @@ class Component(BaseModel):
     """``{kind: NAME, ...params}``: a plug-in chosen by name; params checked by the plug-in."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    kind: str
+    kind: str = Field(description="the plug-in's name (fedgame list FAMILY)")
 
     @model_validator(mode="before")
     @classmethod
@@ -49,15 +49,23 @@ class Component(BaseModel):
         return dict(self.model_extra or {})
 
 
-def _component(kind: str, **params: Any) -> Any:
-    return Field(default_factory=lambda: Component(kind=kind, **params))
+def _component(kind: str, *, description: str = "", **params: Any) -> Any:
+    return Field(
+        default_factory=lambda: Component(kind=kind, **params), description=description or None
+    )
 
 
 class Budget(_Strict):
     """Each client's total privacy budget (ε_total, δ)."""
 
-    epsilon: Distribution = Field(default_factory=lambda: Constant(value=10.0))
-    delta: Distribution = Field(default_factory=lambda: Constant(value=1e-5))
+    epsilon: Distribution = Field(
+        default_factory=lambda: Constant(value=10.0),
+        description="ε_total, each client's privacy budget for the whole run",
+    )
+    delta: Distribution = Field(
+        default_factory=lambda: Constant(value=1e-5),
+        description="δ_total, each client's δ for the whole run, at which ε spent is reported",
+    )
 
     _coerce = field_validator("epsilon", "delta", mode="before")(
         classmethod(lambda cls, v: coerce_distribution(v))
@@ -69,8 +77,18 @@ class Behaviour(Component):
     followed by a ``share`` of the clients (or by the clients ``population.assign`` gives it).
     ``name`` labels its agent type (default: the kind, numbered when a kind repeats)."""
 
-    share: float | None = Field(None, gt=0.0, le=1.0)
-    name: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    kind: str = Field(description="the policy plug-in it follows (fedgame list policy)")
+    share: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1.0,
+        description="share of the clients that follow this behaviour (or use population.assign)",
+    )
+    name: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="label of its agent type (default: the kind, numbered when a kind repeats)",
+    )
 
 
 class Population(_Strict):
@@ -81,13 +99,30 @@ class Population(_Strict):
     of shares.
     """
 
-    clients: PositiveInt = 50
-    behaviours: list[Behaviour] = Field(default_factory=list)
-    assign: list[int] | None = None
-    privacy_value: Distribution = Field(default_factory=lambda: Constant(value=1.0))
-    budget: Budget = Field(default_factory=Budget)
-    straggle_prob: Distribution = Field(default_factory=lambda: Constant(value=0.0))
-    colluders: NonNegativeInt = 0
+    clients: PositiveInt = Field(default=50, description="number of clients N")
+    behaviours: list[Behaviour] = Field(
+        default_factory=list,
+        description="a mix of client policies, each a Mesa agent type: [{kind: POLICY, share: "
+        "0.6, ...}, ...] (empty: every client follows the scenario's policy)",
+    )
+    assign: list[int] | None = Field(
+        default=None,
+        description="each client's behaviour (an index into behaviours, one per client), "
+        "instead of shares",
+    )
+    privacy_value: Distribution = Field(
+        default_factory=lambda: Constant(value=1.0),
+        description="ν_i, each client's cost per unit of privacy loss",
+    )
+    budget: Budget = Field(default_factory=Budget, description="each client's privacy budget")
+    straggle_prob: Distribution = Field(
+        default_factory=lambda: Constant(value=0.0),
+        description="each client's chance to miss the upload deadline in a round",
+    )
+    colluders: NonNegativeInt = Field(
+        default=0,
+        description="number of clients, drawn at random, that share their noise with the server",
+    )
 
     _coerce = field_validator("privacy_value", "straggle_prob", mode="before")(
         classmethod(lambda cls, v: coerce_distribution(v))
@@ -97,15 +132,21 @@ class Population(_Strict):
 class Data(_Strict):
     """Dataset and how it is split across clients."""
 
-    dataset: Component = _component("digits")
-    partition: Component = _component("iid")
+    dataset: Component = _component("digits", description="the dataset (a dataset plug-in)")
+    partition: Component = _component(
+        "iid", description="how the training set is split across clients (a partition plug-in)"
+    )
 
 
 class Network(_Strict):
     """Client-client topology and the per-round fault model."""
 
-    topology: Component = _component("star")
-    faults: Component = _component("independent")
+    topology: Component = _component(
+        "star", description="the client-client graph (a topology plug-in)"
+    )
+    faults: Component = _component(
+        "independent", description="each round's failed links and stragglers (a faults plug-in)"
+    )
 
 
 class Output(_Strict):
@@ -117,8 +158,18 @@ class Output(_Strict):
     (:func:`fedgame.scenario.output.clients_table_mode`). The rounds table is always written.
     """
 
-    dir: str = Field(default="results", min_length=1, max_length=4096)
-    clients: Literal["auto", "all", "active", "none"] = "auto"
+    dir: str = Field(
+        default="results",
+        min_length=1,
+        max_length=4096,
+        description="results folder: a run goes to <dir>/<name>/<run-id>/, a sweep to "
+        "<dir>/<name>/sweep-<id>/",
+    )
+    clients: Literal["auto", "all", "active", "none"] = Field(
+        default="auto",
+        description="rows of clients.parquet: all (every client every round), active (the "
+        "clients each round touched), none; auto: all up to 2,000,000 rows, else active",
+    )
 
     @field_validator("dir")
     @classmethod
@@ -131,8 +182,14 @@ class Output(_Strict):
 class Sweep(_Strict):
     """Grid over dotted scenario keys times replicates (used by ``fedgame sweep``)."""
 
-    grid: dict[str, list[Any]] = Field(default_factory=dict)
-    replicates: PositiveInt = 1
+    grid: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        description="dotted scenario key -> list of values; fedgame sweep runs every "
+        "combination (--grid adds to it)",
+    )
+    replicates: PositiveInt = Field(
+        default=1, description="runs per grid point, each an independent seed stream of seed"
+    )
     gpus_per_run: float = Field(
         default=1.0,
         gt=0.0,
@@ -153,24 +210,57 @@ class Scenario(_Strict):
 
     #: one safe path segment: letters, digits, ``_ . -``, not starting with a dot (so never
     #: ``.`` or ``..``), at most 100 characters; results go to ``<output.dir>/<name>/``
-    name: str = "scenario"
-    description: str = ""
+    name: str = Field(
+        default="scenario",
+        description="names the results folder <output.dir>/<name>/: 1-100 letters, digits, "
+        "'_', '-' or '.', not starting with '.'",
+    )
+    description: str = Field(
+        default="", description="one line about the scenario (fedgame scenarios shows it)"
+    )
     #: modules to import before the components are looked up (a user's own plug-ins; see
-    #: :mod:`fedgame.plugins`), in the main process and in every sweep worker
-    plugins: list[str] = Field(default_factory=list)
-    seed: NonNegativeInt = 0
-    rounds: PositiveInt = 30
+    #: :mod:`fedgame.plugins`), in the main process and in every sweep worker; they are code,
+    #: imported only when trusted (:mod:`fedgame.trust`) and only once every other key of
+    #: the schema has validated (:func:`fedgame.scenario.load.validate`)
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="modules to import before plug-ins are looked up (your own plug-ins), "
+        "here and in every sweep worker; imported only when trusted (--trust-plugins)",
+    )
+    seed: NonNegativeInt = Field(
+        default=0,
+        description="the seed of every random stream (data, partition, faults, noise, ...)",
+    )
+    rounds: PositiveInt = Field(default=30, description="federated rounds (one Mesa step each)")
     population: Population = Field(default_factory=Population)
     data: Data = Field(default_factory=Data)
-    model: Component = _component("logreg")
+    model: Component = _component("logreg", description="the model trained (a model plug-in)")
     training: TrainingSettings = Field(default_factory=TrainingSettings)
-    incentive: Component = _component("none")
-    policy: Component = _component("always")
-    selection: Component = _component("uniform", k=10)
-    privacy: Component = _component("none")
-    aggregation: Component = _component("fedavg")
+    incentive: Component = _component(
+        "none", description="the leader's incentive: what it offers and pays each round"
+    )
+    policy: Component = _component(
+        "always",
+        description="how clients decide to take part and at what privacy level (every client "
+        "unless population.behaviours mixes several)",
+    )
+    selection: Component = _component(
+        "uniform",
+        description="how the server picks the round's clients among the willing, reachable ones",
+        k=10,
+    )
+    privacy: Component = _component(
+        "none", description="the privacy mechanism: clipping, noise and their accounting"
+    )
+    aggregation: Component = _component(
+        "fedavg", description="how the server combines the updates it received"
+    )
     network: Network = Field(default_factory=Network)
-    game: GameRules = Field(default_factory=GameRules)
+    game: GameRules = Field(
+        default_factory=GameRules,
+        description="rules of the game every plug-in sees: who knows what, cartels, and when "
+        "a round counts as degenerate",
+    )
     output: Output = Field(default_factory=Output)
     sweep: Sweep = Field(default_factory=Sweep)
 
@@ -189,12 +279,10 @@ class Scenario(_Strict):
 
     @field_validator("plugins")
     @classmethod
-    def _import_plugins(cls, value: list[str]) -> list[str]:
-        from fedgame.plugins import check_module_names, load_modules
+    def _module_names(cls, value: list[str]) -> list[str]:
+        from fedgame.plugins import check_module_names
 
-        names = check_module_names(value)
-        load_modules(names)
-        return names
+        return check_module_names(value)
 
     def config(self, path: str) -> Any:
         """The validated plug-in config at dotted ``path`` (e.g. ``"selection"``)."""

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.agents.population import Constant
 from fedgame.scenario.schema import Scenario
 

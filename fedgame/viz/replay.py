@@ -18,7 +18,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.analysis.load import load_run
 from fedgame.errors import FedGameError
 from fedgame.seeding import SeedPlan

@@ -80,14 +80,28 @@ def test_never_converges_with_a_large_gap_or_a_drift():
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.05])
-def test_a_growing_reward_schedule_never_converges(noise):
+def test_a_geometric_reward_schedule_followed_by_the_budgets_converges_on_its_trend(noise):
+    """QI-DPFL's R_t* grows by π^(−1/2) a round; best responders follow (Σρ = ΣC_i·R_t)."""
     n = 100
     rng = np.random.default_rng(7)
+    reward = 1.03 ** np.arange(n) * (1.0 + noise * rng.standard_normal(n))
+    frame = run_frame("s", reward, 0.96 * reward, np.zeros(n))
+    verdict = detect(frame)
+    assert verdict.converged and verdict.round == 1.0
+    assert verdict.trend == pytest.approx(0.03, abs=0.002 if noise else 1e-12)
+    assert not detect(frame, Criteria(detrend=False)).converged  # the plain rule: a drift
+
+
+def test_a_trend_the_budgets_do_not_follow_or_that_is_not_geometric_never_converges():
+    n = 100
     t = np.arange(n)
-    for reward in (1.03**t, 1.0 + 0.2 * t):  # geometric (QI-DPFL's R_t*) and linear
-        noisy = reward * (1.0 + noise * rng.standard_normal(n))
-        frame = run_frame("s", noisy, 0.96 * noisy, np.zeros(n))  # best response: gap 0
+    lagging = run_frame("l", 1.03**t, 0.96 * 1.03**t * (1 - np.exp(-t / 200)), np.zeros(n))
+    assert not detect(lagging).converged  # followers still catching up with the trend
+    for reward in (1.0 + 0.2 * t, 1.0 + 0.01 * t**2):  # linear, accelerating: no fixed rate
+        frame = run_frame("s", reward, 0.96 * reward, np.zeros(n))
         assert not detect(frame).converged and math.isnan(detect(frame).stationary_round)
+    alone = run_frame("a", 1.03**t, 0.96 * 1.03**t, np.zeros(n)).drop(columns="sum_rho")
+    assert not detect(alone).converged  # R alone: nothing to keep pace with its trend
 
 
 def test_noisy_but_stationary_play_converges_from_the_start():
@@ -125,9 +139,15 @@ def test_the_verdict_does_not_depend_on_units(scale, seed, growth):
     reward = (1.0 + growth) ** np.arange(n) * (1.0 + 0.05 * rng.standard_normal(n))
     frame = run_frame("u", reward, 0.5 * reward, np.zeros(n))
     scaled = frame.assign(reward=scale * frame["reward"], sum_rho=scale * frame["sum_rho"])
-    assert detect(frame) == detect(scaled)
-    if growth:
-        assert not detect(frame).converged
+    plain, other = detect(frame), detect(scaled)
+    assert (plain.converged, plain.round) == (other.converged, other.round)
+    assert plain.stationary_round == other.stationary_round or (
+        math.isnan(plain.stationary_round) and math.isnan(other.stationary_round)
+    )
+    assert plain.trend == pytest.approx(other.trend, rel=1e-9, abs=1e-12, nan_ok=True)
+    if growth:  # settled around the 5 % trend from the first round
+        assert plain.converged and plain.round == 1.0
+        assert plain.trend == pytest.approx(0.05, abs=0.02)
 
 
 def test_criteria_are_checked():
@@ -174,17 +194,23 @@ def _real(tiny, incentive, *, straggle=0.0, complete=False) -> pd.DataFrame:
 
 @pytest.mark.parametrize("kind", ["qi_dpfl", "fixed"])
 def test_real_run(tiny, kind):
-    """QI-DPFL's R_t* grows about 3% a round: never converged; a fixed reward with best
-    responders is an equilibrium from the first round."""
+    """QI-DPFL at the paper's π = 0.9429 raises R_t* by π^(−1/2) a round and the best
+    responders follow: converged on that trend from the first round (the plain rule, without
+    de-trending, never converges); a fixed reward with best responders is an equilibrium from
+    the first round, without a trend."""
     incentive = {"kind": kind, "dim": 650} if kind == "qi_dpfl" else {"kind": kind}
     rounds = _real(tiny, incentive)
     row = settled_means(rounds).iloc[0]
+    assert row["converged"] and row["converged_round"] == 1.0
+    assert row["final_accuracy"] == rounds["test_accuracy"].iloc[-1]
     if kind == "qi_dpfl":
         assert rounds["reward"].iloc[-1] > 1.2 * rounds["reward"].iloc[0]
-        assert not row["converged"] and math.isnan(row["reward"])
-        assert math.isnan(row["stationary_round"])
+        assert row["trend"] == pytest.approx(0.9429**-0.5 - 1, rel=1e-6)
+        assert row["reward"] == pytest.approx(rounds["reward"].mean())
+        plain = settled_means(rounds, Criteria(detrend=False)).iloc[0]
+        assert not plain["converged"] and math.isnan(plain["stationary_round"])
     else:
-        assert row["converged"] and row["converged_round"] == 1.0
+        assert row["trend"] == 0.0
         assert row["reward"] == pytest.approx(1.0)
         assert row["client_surplus"] == pytest.approx(rounds["client_surplus"].mean())
 

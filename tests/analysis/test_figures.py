@@ -11,12 +11,13 @@ from matplotlib.collections import PolyCollection
 from matplotlib.text import Text
 
 from fedgame.analysis import figures
-from fedgame.analysis.summary import aggregate, t_interval
+from fedgame.analysis.stats import t_interval
+from fedgame.analysis.summary import aggregate
 
 KEYS = ("population.clients", "selection.k")
 
 
-def sweep_rounds(grid: dict[str, list], *, replicates: int = 2, rounds: int = 6) -> pd.DataFrame:
+def sweep_rounds(grid: dict[str, list], *, replicates: int = 3, rounds: int = 6) -> pd.DataFrame:
     """A sweep-shaped rounds frame whose replicates disagree a lot (raw t-intervals of the
     accuracy leave [0, 1]; those of the reward go below 0)."""
     rng = np.random.default_rng(0)
@@ -63,14 +64,14 @@ def test_one_line_per_grid_point_with_means_over_replicates():
         expected = mine.groupby("round")["test_accuracy"].mean()
         np.testing.assert_allclose(line.get_xdata(), expected.index)
         np.testing.assert_allclose(line.get_ydata(), expected.to_numpy())
-    assert "n = 2 runs per grid point" in fig.get_suptitle()
+    assert "n = 3 runs per grid point" in fig.get_suptitle()
 
 
 def test_bands_are_per_grid_point_and_clipped_to_the_range():
     grid = {KEYS[0]: [20, 40], KEYS[1]: [5, 10]}
     rounds = sweep_rounds(grid)
     raw = [t_interval(g.tolist()) for _, g in rounds.groupby([*KEYS, "round"])["test_accuracy"]]
-    assert min(lo for _, lo, _ in raw) < 0 and max(hi for _, _, hi in raw) > 1  # would leak
+    assert min(iv.low for iv in raw) < 0 and max(iv.high for iv in raw) > 1  # would leak
     fig = figures.plot_lines(rounds, columns=["test_accuracy"], by=KEYS, title="t")
     bands = _bands(fig)
     assert len(bands) == 4
@@ -116,7 +117,25 @@ def test_unequal_replicates_put_n_in_each_label():
     rounds = sweep_rounds({KEYS[0]: [20, 40]}, replicates=3)
     rounds = rounds[~((rounds[KEYS[0]] == 40) & (rounds["replicate"] == 2))]
     fig = figures.plot_lines(rounds, columns=["test_accuracy"], by=KEYS[:1], title="t")
-    assert sorted(label for _, label, _ in _lines(fig)) == ["clients=20 (n=3)", "clients=40 (n=2)"]
+    labels = sorted(label for _, label, _ in _lines(fig) if label != "_nolegend_")
+    assert labels == ["clients=20 (n=3)", "clients=40 (n=2)"]
+    assert "under 3 runs each run is drawn" in fig.get_suptitle()
+
+
+def test_fewer_than_three_replicates_draw_each_run_instead_of_a_band():
+    """With 2 replicates t_{0.975,1} = 12.7: a band would swamp the lines."""
+    rounds = sweep_rounds({KEYS[0]: [20, 40]}, replicates=2)
+    fig = figures.plot_lines(rounds, columns=["test_accuracy"], by=KEYS[:1], title="t")
+    lines = _lines(fig)
+    assert len(lines) == 4 and not _bands(fig)  # 2 grid points x 2 runs, no band
+    runs = {tuple(g["test_accuracy"]) for _, g in rounds.groupby("run_id")}
+    for _, _, line in lines:
+        assert tuple(line.get_ydata()) in runs  # a run's own values, not a mean
+    colours = {}
+    for _, label, line in lines:
+        colours.setdefault(line.get_color(), []).append(label)
+    assert sorted(len(v) for v in colours.values()) == [2, 2]  # a grid point's runs share it
+    assert "each of the n = 2 runs per grid point drawn" in fig.get_suptitle()
 
 
 def test_single_run_has_no_band_and_says_so():
@@ -143,7 +162,27 @@ def test_heatmap_cells_are_annotated_with_clipped_intervals():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["20", "40"]
     assert ax.get_xlabel() == "clients  (population.clients)"
     assert ax.get_ylabel() == "k  (selection.k)"
-    assert "n = 2 runs per cell" in fig.get_suptitle()
+    assert "n = 3 runs per cell" in fig.get_suptitle()
+    assert "colours span 0 to 1" in fig.get_suptitle()  # accuracy: its natural range
+
+
+def test_heatmap_colours_are_anchored_and_say_when_intervals_are_wider():
+    table = pd.DataFrame(
+        {
+            "x": [1, 1, 2, 2],
+            "y": [1, 2, 1, 2],
+            "n": [3] * 4,
+            "reward": [2.0, 2.1, 2.2, 2.3],
+            "reward_lo": [0.5, 0.6, 0.7, 0.8],
+            "reward_hi": [3.5, 3.6, 3.7, 3.8],
+        }
+    )
+    fig = figures.plot_heatmap(table, x="x", y="y", value="reward")
+    image = fig.axes[0].images[0]
+    assert image.norm.vmin == 0.0 and image.norm.vmax == 3.8  # from 0, to the widest interval
+    assert "smaller than the typical 95% interval" in fig.get_suptitle()
+    wide = table.assign(reward=[0.0, 1.0, 2.0, 3.0])
+    assert "smaller" not in figures.plot_heatmap(wide, x="x", y="y", value="reward").get_suptitle()
 
 
 def test_heatmap_text_contrasts_with_its_cell():

@@ -52,6 +52,10 @@ def test_sweep_report_without_incentive(tiny, write_scenario, tmp_path, capsys):
     ):
         assert row in text
     assert "Summary per grid point" in text
+    header = next(line for line in text.splitlines() if line.startswith("| population.clients"))
+    assert "| participation_rate | upload_rate |" in header  # straggler rates tell apart
+    assert "`upload_rate`: Mean upload rate" in text
+    assert "fewer than 3 runs has no band: each of its runs is drawn" in text
     assert "Equilibrium" not in text and "elasticity" not in text
     assert "total_reward" not in text and "server_cost" not in text
     linked = _linked(report)
@@ -100,8 +104,9 @@ def test_run_report_of_a_game_names_its_market_metrics(tiny, write_scenario, tmp
 
 def test_report_of_nothing_fails(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing")]) == 2
-    assert main(["report", str(tmp_path)]) == 1
-    assert "neither a run folder nor a sweep folder" in capsys.readouterr().err
+    assert main(["report", str(tmp_path)]) == 2  # a folder without results is bad input too
+    assert "it holds no results" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_figures_skip_missing_columns(tmp_path):

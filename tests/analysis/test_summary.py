@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fedgame.analysis import summary
 from fedgame.analysis.convergence import Criteria
 from fedgame.analysis.equilibrium import (
     elasticity,
@@ -18,31 +19,39 @@ from fedgame.analysis.equilibrium import (
     slope,
     tail_means,
 )
+from fedgame.analysis.stats import t_interval
 from fedgame.analysis.summary import (
     aggregate,
+    kaplan_meier_median,
     rounds_to_target,
     run_metrics,
     share_interval,
-    t_interval,
 )
+
+
+def test_there_is_one_t_interval():
+    assert not hasattr(summary, "t_interval") or summary.t_interval is t_interval
+    import fedgame.analysis as fa
+
+    assert fa.t_interval is t_interval
 
 
 def test_t_interval_matches_the_worked_value():
     # mean 2, s = 1, n = 3: half-width t_{0.975, 2} / sqrt(3) = 4.302653 / 1.732051
-    mean, lo, hi = t_interval([1.0, 2.0, 3.0])
-    assert mean == 2.0
-    assert hi - mean == pytest.approx(2.484138, abs=1e-6)
-    assert mean - lo == pytest.approx(2.484138, abs=1e-6)
-    assert all(math.isnan(v) for v in t_interval([])[:1])
-    assert math.isnan(t_interval([5.0])[1])
+    iv = t_interval([1.0, 2.0, 3.0])
+    assert iv.mean == 2.0 and iv.n == 3
+    assert iv.high - iv.mean == pytest.approx(2.484138, abs=1e-6)
+    assert iv.mean - iv.low == pytest.approx(2.484138, abs=1e-6)
+    assert math.isnan(t_interval([]).mean)
+    assert math.isnan(t_interval([5.0]).low)
 
 
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=20))
 def test_t_interval_contains_the_mean(values):
-    mean, lo, hi = t_interval(values)
-    assert lo <= mean + 1e-9 and mean <= hi + 1e-9
-    assert mean == pytest.approx(float(np.mean(values)), abs=1e-6)
+    iv = t_interval(values)
+    assert iv.low <= iv.mean + 1e-9 and iv.mean <= iv.high + 1e-9
+    assert iv.mean == pytest.approx(float(np.mean(values)), abs=1e-6)
 
 
 def test_rounds_to_target():
@@ -113,7 +122,8 @@ def test_tail_means_and_equilibrium_tolerate_missing_columns():
     short = Criteria(min_rounds=3, window=2)
     table = equilibrium_table(rounds, by=["population.clients"], criteria=short)
     table = table.set_index("population.clients")
-    assert (table["converged"] == 0.0).all()  # R_t = scale·t grows: never an equilibrium
+    assert (table["converged"] == 0.0).all()  # R_t = scale·t grows, Σρ does not follow
+    assert (table["sum_rho_n"] == 0).all() and (table["final_accuracy_n"] == 2).all()
     assert table["sum_rho"].isna().all()
     steady = rounds.assign(reward=rounds["reward_total"])  # R constant per run
     table = equilibrium_table(steady, by=["population.clients"], criteria=short)
@@ -146,4 +156,47 @@ def test_aggregate_gives_a_boolean_column_the_share_interval():
     per_run = pd.DataFrame({"g": [1, 1, 1], "ok": [True, False, False], "x": [1.0, 2.0, 3.0]})
     row = aggregate(per_run, by=["g"]).iloc[0]
     assert (row["ok"], row["ok_lo"], row["ok_hi"]) == share_interval([True, False, False])
-    assert (row["x"], row["x_lo"], row["x_hi"]) == t_interval([1.0, 2.0, 3.0])
+    iv = t_interval([1.0, 2.0, 3.0])
+    assert (row["x"], row["x_lo"], row["x_hi"]) == (iv.mean, iv.low, iv.high)
+    assert row["x_n"] == 3 and row["ok_n"] == 3
+
+
+def test_every_value_says_how_many_runs_stand_behind_it():
+    """equilibrium_table said n = 4 while Σρ averaged the 3 converged runs."""
+    per_run = pd.DataFrame(
+        {"g": [1] * 4, "sum_rho": [1.0, 1.2, 1.1, math.nan], "final_accuracy": [0.7] * 4}
+    )
+    row = aggregate(per_run, by=["g"]).iloc[0]
+    assert row["n"] == 4 and row["sum_rho_n"] == 3 and row["final_accuracy_n"] == 4
+    assert row["sum_rho"] == pytest.approx(1.1)
+
+
+def test_rounds_to_target_is_censored_at_the_horizon():
+    """The report read "17 [1, 55.1]" from the 2 of 4 runs that reached the target in a
+    20-round horizon: now the count is kept, the interval stays inside [1, 20], and the
+    Kaplan-Meier median is the round by which half the runs reached it (NaN, beyond the
+    horizon, while fewer than half did)."""
+    per_run = pd.DataFrame(
+        {
+            "g": [1] * 4,
+            "rounds_to_target": [4.0, 20.0, math.nan, math.nan],
+            "rounds_run": [20.0] * 4,
+        }
+    )
+    row = aggregate(per_run, by=["g"]).iloc[0]
+    assert row["rounds_to_target"] == pytest.approx(12.0) and row["rounds_to_target_n"] == 2
+    raw = t_interval([4.0, 20.0])
+    assert raw.low < 1 and raw.high > 20  # what the interval was before clipping
+    assert row["rounds_to_target_lo"] == 1.0 and row["rounds_to_target_hi"] == 20.0
+    assert row["rounds_to_target_km_median"] == 20.0  # half reached it by round 20
+    assert math.isnan(kaplan_meier_median([4.0, math.nan, math.nan, math.nan], [20.0] * 4))
+    assert kaplan_meier_median([4.0, 20.0, 7.0, math.nan], [20.0] * 4) == 7.0
+    # a run cut short (diverged at round 5) leaves the risk set early
+    assert kaplan_meier_median([math.nan, 6.0, 8.0], [5.0, 20.0, 20.0]) == 6.0  # S(6) = 1/2
+
+
+def test_run_metrics_keep_the_horizon_of_each_run():
+    rounds = _rounds(with_game=False)
+    per_run = run_metrics(rounds, target=0.55).set_index("run_id")
+    assert (per_run["rounds_run"] == 6.0).all() and (per_run["rounds_to_target"] == 6.0).all()
+    assert run_metrics(rounds, target=0.9)["rounds_to_target"].isna().all()

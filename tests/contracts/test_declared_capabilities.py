@@ -29,6 +29,7 @@ from fedgame.game.equilibrium import (
 )
 from fedgame.learning.model_size import BuildsModel, SizedModel
 from fedgame.mechanisms.base import SelectsK
+from fedgame.mechanisms.selection.all import AllSelection
 from fedgame.network.topology import BYTES_PER_EDGE, ExpectsEdges
 from fedgame.scenario.footprint import estimate
 from fedgame.scenario.load import validate
@@ -114,18 +115,15 @@ def test_every_declared_checker_is_called_once_with_its_section(tiny, monkeypatc
 
 
 def test_a_declared_checker_refuses_and_an_undeclared_one_is_skipped(tiny, registered):
-    class Refuses:
+    class Refuses(AllSelection):
         """Selection refusing every scenario across sections."""
 
         @staticmethod
         def check_scenario(config: Any, scenario: Any, *, key: str) -> None:
             raise ScenarioError(f"{key}.probe", scenario.population.clients, "never allowed")
 
-    class Plain:
+    class Plain(AllSelection):
         """Selection with no cross-section check."""
-
-        def __init__(self, config: Any) -> None:
-            self.config = config
 
     class Disabled(Plain):
         """Selection whose check is switched off."""
@@ -235,7 +233,7 @@ class _ModelConfig(BaseModel):
     hidden: int = Field(5, description="hidden width")
 
 
-def test_a_model_that_only_builds_is_sized_from_its_skeleton_and_one_that_cannot_is_unknown(
+def test_a_model_that_only_builds_is_sized_from_its_skeleton_and_one_that_cannot_is_refused(
     tiny, registered
 ):
     class Builds:
@@ -257,17 +255,18 @@ def test_a_model_that_only_builds_is_sized_from_its_skeleton_and_one_that_cannot
             )
 
     class Neither:
-        """A model with neither ``build`` nor ``size``."""
+        """A model with neither ``build`` nor ``size``: not a model plug-in at all."""
 
         def __init__(self, config: Any) -> None:
             del config
 
     registered("model", "_builds_probe", Builds)
-    registered("model", "_neither_probe", Neither)
     sized = estimate(validate(scenario_with(tiny, "model", "_builds_probe", hidden=9))).model
     assert sized is not None
     assert sized.num_params == (64 + 1) * 9 + (9 + 1) * 10  # digits: 8x8 inputs, 10 classes
-    assert estimate(validate(scenario_with(tiny, "model", "_neither_probe"))).model is None
+    with pytest.raises(TypeError, match="lacks build"):
+        registered("model", "_neither_probe", Neither)
+    assert "_neither_probe" not in registry.catalogue()["model"]
 
 
 # --- min_size (DeclaresMinSize), read by the preflight capacity check ---------------------
@@ -297,6 +296,17 @@ def test_a_partition_config_without_min_size_needs_one_sample_a_client(tiny, reg
 
         def __init__(self, config: Any) -> None:
             del config
+
+        def split(
+            self,
+            labels: np.ndarray,
+            *,
+            num_clients: int,
+            rng: np.random.Generator,
+            groups: np.ndarray | None = None,
+        ) -> list[np.ndarray]:
+            del rng, groups
+            return [np.arange(len(labels)) for _ in range(num_clients)]
 
     registered("partition", "_whole_probe", Whole)
     scenario = validate(scenario_with(tiny, "data.partition", "_whole_probe"))

@@ -66,29 +66,38 @@ def test_solve_contest_equals_contest_equilibrium(profile, reward):
     )
 
 
-@given(st.lists(st.one_of(budget, st.just(float("nan"))), max_size=10), positive)
-def test_kinds_of_equals_degenerate_kinds(rho, reward):
+@given(
+    st.lists(st.one_of(budget, st.just(float("nan"))), max_size=10),
+    positive,
+    st.floats(0.0, 3.0),
+    st.one_of(st.just(float("nan")), st.floats(0.0, 2.0)),
+)
+def test_kinds_of_equals_degenerate_kinds(rho, reward, noise, impact):
     n = len(rho)
     paid = np.linspace(0.0, 1.0, n)
-    sigma = np.full(n, 0.5)
     th = DegeneracyThresholds()
     public = degenerate_kinds(
         reward=reward,
         previous_reward=0.01,
         rho=rho,
         payments=paid,
-        noise_std=sigma,
-        clip=0.1,
+        noise_norm=noise,
         thresholds=th,
+        market=True,
+        players=n,
+        knife_edge_impact=impact,
     )
     core = kinds_of(
         reward=reward,
         previous_reward=0.01,
         budgets=np.nan_to_num(np.array(rho, float), nan=0.0),
         payments=paid,
-        noise_std=sigma,
-        clip=0.1,
+        noise_norm=noise,
         thresholds=th,
+        uploaded=n,
+        market=True,
+        players=n,
+        knife_edge_impact=impact,
     )
     assert core == public
 

@@ -143,7 +143,10 @@ def test_qi_dpfl_anticipates_stragglers_when_told():
     paper = QiDpfl(QiDpfl.Config(dim=90))
     real = QiDpfl(QiDpfl.Config(dim=90, delivery="expected"))
     for inc in (paper, real):
-        inc.prepare(SetupContext(4, 10, (), None, {}, 10), rng=np.random.default_rng(0))
+        inc.prepare(
+            SetupContext(num_clients=4, rounds=10, clients=(), planned_participations=10),
+            rng=np.random.default_rng(0),
+        )
     r_paper = paper.offer(MarketView(clients, info), info=info).reward
     r_real = real.offer(MarketView(clients, info, game=rules), info=info).reward
     p = np.full(4, 0.7)
@@ -158,7 +161,10 @@ def test_qi_dpfl_reward_cap_and_budget_exclusion():
     clients = (view(0, 1.0, eps_total=1e-9), view(1, 1.0), view(2, 1.0), view(3, 1.0))
     info = RoundInfo(1, 10, 4)
     inc = QiDpfl(QiDpfl.Config(dim=90, budgets="exclude", reward_cap=1e-3))
-    inc.prepare(SetupContext(4, 10, (), None, {}, 10), rng=np.random.default_rng(0))
+    inc.prepare(
+        SetupContext(num_clients=4, rounds=10, clients=(), planned_participations=10),
+        rng=np.random.default_rng(0),
+    )
     offer = inc.offer(MarketView(clients, info), info=info)
     assert offer.excluded == frozenset({0})
     assert offer.reward == 1e-3

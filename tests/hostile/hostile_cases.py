@@ -351,7 +351,11 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "report_truncated_parquet",
-        _report(lambda f: _run_folder(f, manifest='{"rounds_completed": 2}', rounds=b"PAR1xx")),
+        _report(
+            lambda f: _run_folder(
+                f, manifest='{"status": "completed", "rounds_completed": 2}', rounds=b"PAR1xx"
+            )
+        ),
         ("'RESULT_DIR'", "rounds.parquet unreadable"),
         ("report",),
         names_file=False,
@@ -366,10 +370,18 @@ CASES: tuple[Case, ...] = (
 )
 
 
+def all_cases() -> tuple[Case, ...]:
+    """This corpus and round two's (plug-ins, belief, behaviours, cartels, results folders,
+    reports, dashboard: :mod:`hostile_round_two`)."""
+    from hostile_round_two import CASES as ROUND_TWO
+
+    return (*CASES, *ROUND_TWO)
+
+
 def invocations() -> list[tuple[str, Case, list[str]]]:
     """``(id, case, command words)`` for every case under each of its commands."""
     out = []
-    for case in CASES:
+    for case in all_cases():
         for command in case.commands:
             words = command.split()
             out.append((f"{case.id}-{words[0]}", case, words))

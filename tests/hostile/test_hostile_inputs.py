@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile_cases import CASES, invocations
+from hostile_cases import CASES, all_cases, invocations
+from hostile_round_two import CASES as ROUND_TWO
 
 TIME_BOUND_S = 5.0
 MEMORY_BOUND_BYTES = 500 << 20
@@ -150,8 +151,9 @@ def outcomes(tmp_path_factory):
 
 
 def test_corpus_is_large_enough():
-    assert len(CASES) >= 40
-    assert len({c.id for c in CASES}) == len(CASES)
+    assert len(CASES) >= 40 and len(ROUND_TWO) >= 60
+    cases = all_cases()
+    assert len({c.id for c in cases}) == len(cases)
 
 
 def _check_line(result: dict, case_id: str) -> str:

@@ -53,7 +53,7 @@ def test_selection_runs_three_rounds(tiny, selection):
 def test_bcs_two_stages_exact_k_and_hooks(tiny):
     d = _scenario(tiny, {"kind": "bcs", "k": 4, "t0": 2}, rounds=5, privacy={"kind": "none"})
     model = FedGameModel(validate(d))
-    sel = model.world.components["selection"]
+    sel = model.world.components.selection
     assert sum(sel.planned_participations(i) for i in range(12)) == 4 * 5
     assert sel.loss_bound(1) > 0 and sel.loss_bound(3) == 0
     for _ in range(5):
@@ -77,7 +77,7 @@ def test_systematic_schedule_exact_counts():
 
 def test_presampled_counts_match_draws(tiny):
     model = FedGameModel(validate(_scenario(tiny, {"kind": "privacy_aware", "k": 4})))
-    sel = model.world.components["selection"]
+    sel = model.world.components.selection
     assert sum(sel.planned_participations(i) for i in range(12)) == 4 * 3
     assert sel.p.sum() == pytest.approx(1.0)
 
@@ -135,7 +135,7 @@ def test_bcs_infeasible_stage2_is_flagged(tiny):
     d = _scenario(tiny, {"kind": "bcs", "k": 4, "t0": 2, "estimate": "none"}, rounds=4)
     d["privacy"] = {"kind": "none"}
     model = FedGameModel(validate(d))
-    sel = model.world.components["selection"]
+    sel = model.world.components.selection
     for _ in range(2):
         model.step()
     sel._stage1_plan = np.ones(12, dtype=int)  # clients 2.. spent their whole stage-1 plan
@@ -181,12 +181,12 @@ def test_privacy_aware_batch_follows_the_learners_batch(tiny):
     explicit = FedGameModel(
         validate(_local_sgd(tiny, {"kind": "privacy_aware", "k": 4, "batch_size": 8}, 8))
     )
-    a, b = (m.world.components["selection"] for m in (unset, explicit))
+    a, b = (m.world.components.selection for m in (unset, explicit))
     assert a.batch == b.batch == 8
     np.testing.assert_array_equal(a.p, b.p)  # V_k of Eq. 7 at r_k = min(1, 8/|M_k|)
     # under fedsgd the step uses the whole local set: r_k = 1 (no batch)
     full = FedGameModel(validate(_scenario(tiny, {"kind": "privacy_aware", "k": 4})))
-    sel = full.world.components["selection"]
+    sel = full.world.components.selection
     assert sel.batch is None
     views = full.table.views()
     sizes = np.maximum(views.column("dataset_size"), 1.0)

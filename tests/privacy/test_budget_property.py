@@ -11,83 +11,50 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers_dp import scenario
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from fedgame import registry
 from fedgame.run.single import simulate
 from fedgame.scenario.load import validate
+from fedgame.views import Response
 
-#: a valid configuration of every privacy mechanism: (privacy spec, scenario sections it needs)
-MECHANISMS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "none": ({"kind": "none"}, {}),
-    "gaussian": ({"kind": "gaussian"}, {}),
-    "gaussian_local": ({"kind": "gaussian_local", "calibration": "dpfl_bcs", "c2": 0.3}, {}),
-    "laplace_local": ({"kind": "laplace_local", "participations": 1}, {}),
-    "dpsgd_local": ({"kind": "dpsgd_local", "calibration": "paper"}, {}),
-    "central_gaussian": ({"kind": "central_gaussian", "noise_multiplier": 0.3}, {}),
-    "zcdp_gaussian": ({"kind": "zcdp_gaussian", "rho": 2.0}, {}),
-    "ldp": ({"kind": "ldp", "participations": 1}, {"aggregation": {"kind": "mean"}}),
-    "lightdp": (
-        {"kind": "lightdp", "max_colluders": 1},
-        {"aggregation": {"kind": "mean"}, "network": {"topology": {"kind": "complete"}}},
-    ),
-    "smpc_dp": (
-        {"kind": "smpc_dp", "max_colluders": 1, "max_stragglers": 1},
-        {"aggregation": {"kind": "mean"}},
-    ),
-    "ideal_smpc": (
-        {"kind": "ideal_smpc", "max_colluders": 1, "max_stragglers": 1},
-        {"aggregation": {"kind": "mean"}},
-    ),
-}
-
-SELECTIONS: dict[str, dict[str, Any]] = {
-    "all": {"kind": "all"},
-    "uniform": {"kind": "uniform", "k": 4},
-    "power_of_choice": {"kind": "power_of_choice", "k": 3, "d": 5},
-    "privacy_aware": {"kind": "privacy_aware", "k": 6},  # virtual duplicates
-    "unbiased": {"kind": "unbiased", "k": 6},  # virtual duplicates
-    "round_robin": {"kind": "round_robin", "b": 3},
-    "emd_threshold": {"kind": "emd_threshold", "quantile": 0.75},
-    "bcs": {"kind": "bcs", "k": 3, "t0": 0},
-    "optimal_queries": {
-        "kind": "optimal_queries",
-        "b": 3,
-        "constants": "given",
-        "smoothness": 1.0,
-        "strong_convexity": 0.1,
-        "grad_bound_sq": 1.0,
-        "noniid": 0.1,
-        "initial_distance_sq": 1.0,
-    },
-}
-
-POLICIES: dict[str, dict[str, Any]] = {
-    "always": {"kind": "always"},
-    "fixed": {"kind": "fixed", "rho": 5.0},
-    "best_response": {"kind": "best_response"},
-    "budget_aware": {"kind": "budget_aware"},
-    "learning": {"kind": "learning"},
-}
+#: every registered plug-in of these families, with its declared example (``registry.example``):
+#: a new privacy mechanism, selection rule or policy is covered here with no edit
+MECHANISMS = registry.names("privacy")
+SELECTIONS = registry.names("selection")
+POLICIES = registry.names("policy")
 
 INCENTIVES = [{"kind": "none"}, {"kind": "qi_dpfl"}, {"kind": "fixed", "reward": 20.0}]
 
 
+def spec(family: str, name: str) -> dict[str, Any]:
+    """``{kind: name, **example}`` of a registered plug-in."""
+    return {"kind": name, **copy.deepcopy(dict(registry.example(family, name).config))}
+
+
 def build(base: dict[str, Any], mechanism: str, selection: str, policy: str, **extra: Any):
-    privacy, sections = MECHANISMS[mechanism]
-    data = scenario(base, **copy.deepcopy(sections))
+    needs = {}
+    for family, name in (("privacy", mechanism), ("selection", selection), ("policy", policy)):
+        needs.update(copy.deepcopy(dict(registry.example(family, name).needs)))
+    data = scenario(base, **needs)
     data.update(
         rounds=3,
-        privacy=copy.deepcopy(privacy),
-        selection=copy.deepcopy(SELECTIONS[selection]),
-        policy=copy.deepcopy(POLICIES[policy]),
+        privacy=spec("privacy", mechanism),
+        selection=spec("selection", selection),
+        policy=spec("policy", policy),
     )
     data["population"].update(clients=8, straggle_prob=0.2)
     data["training"].update(local_steps=1, batch_size=8)
     for key, value in extra.items():
         data[key] = value
     return data
+
+
+def coupled(mechanism: str, policy: str) -> bool:
+    """Whether the mechanism's noise follows the level the policy chooses (or it chooses none)."""
+    chooses = registry.entry("policy", policy).cls.chooses
+    return chooses == "default" or chooses in registry.entry("privacy", mechanism).cls.follows
 
 
 def check_budgets(clients: pd.DataFrame, rounds: pd.DataFrame) -> None:
@@ -101,14 +68,14 @@ def check_budgets(clients: pd.DataFrame, rounds: pd.DataFrame) -> None:
     assert (rounds["withdrawn_budget"] >= 0).all()
 
 
-def test_every_registered_plugin_has_a_configuration_here(tiny):
-    assert set(MECHANISMS) == set(registry.names("privacy"))
-    assert set(SELECTIONS) == set(registry.names("selection"))
-    assert set(POLICIES) == set(registry.names("policy"))
-    for name in MECHANISMS:  # each configuration validates, so no example is thrown away
+def test_every_registered_example_validates(tiny):
+    """So no drawn example is thrown away (each family's example with the others' defaults)."""
+    for name in MECHANISMS:
         validate(build(tiny, name, "uniform", "always"))
     for name in SELECTIONS:
         validate(build(tiny, "gaussian", name, "always"))
+    for name in POLICIES:
+        validate(build(tiny, "gaussian", "uniform", name))
 
 
 @settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -126,7 +93,7 @@ def test_every_registered_plugin_has_a_configuration_here(tiny):
 @example(
     mechanism="lightdp",
     selection="bcs",
-    policy="budget_aware",
+    policy="always",
     incentive={"kind": "qi_dpfl"},
     low=1.0,
     span=1.0,
@@ -135,17 +102,35 @@ def test_every_registered_plugin_has_a_configuration_here(tiny):
 def test_no_client_ever_spends_past_its_budget(
     tiny, mechanism, selection, policy, incentive, low, span, seed
 ):
+    # a policy whose chosen level the mechanism's noise ignores is refused at validation
+    # (tests/privacy/test_levels.py); every other combination must keep its budgets
+    assume(coupled(mechanism, policy))
     data = build(tiny, mechanism, selection, policy, seed=seed, incentive=incentive)
     data["population"]["budget"]["epsilon"] = {"dist": "uniform", "low": low, "high": low + span}
     result = simulate(validate(data))
     check_budgets(result.clients, result.rounds)
 
 
-def test_fixed_policy_with_central_noise_multiplier_point_three_never_overspends(tiny):
+def test_a_policy_that_ignores_its_budget_never_overspends_under_central_noise(
+    tiny, scratch_registry
+):
     """Once 25 of 30 client rows ended at ε ≈ 15 with ε_total = 4 (the guard trusted the
     policy); every such release is now refused before training."""
-    data = build(tiny, "central_gaussian", "all", "fixed")
-    data["policy"] = {"kind": "fixed"}  # rho 0.1: the policy believes it can afford it
+
+    @scratch_registry.register("policy", "reckless")
+    class Reckless:
+        """Always takes part, whatever its budget says (the budget path must refuse)."""
+
+        chooses = "default"
+
+        def __init__(self, config):
+            del config
+
+        def respond(self, offer, *, me, market):
+            return Response(me.client_id, participate=True)
+
+    data = build(tiny, "central_gaussian", "all", "always")
+    data["policy"] = {"kind": "reckless"}
     data["population"].update(clients=10, straggle_prob=0.0)
     data["network"]["faults"] = {"kind": "none"}
     data["population"]["budget"]["epsilon"] = 4.0

@@ -12,7 +12,7 @@ from helpers_dp import scenario, view
 
 from fedgame.learning.settings import TrainingSettings
 from fedgame.privacy.laplace_local import LocalLaplace, laplace_noise
-from fedgame.views import Response, RoundInfo
+from fedgame.views import Response, RoundInfo, SetupContext
 
 
 def test_noise_has_laplace_scale_and_variance():
@@ -81,6 +81,6 @@ def test_end_to_end_basic_composition(tiny):
 def test_prepare_reads_training_from_learner():
     mech = LocalLaplace(LocalLaplace.Config(level="sample"))
     learner = SimpleNamespace(settings=TrainingSettings(mode="fedsgd", clip_norm="l1"))
-    ctx = SimpleNamespace(components={"learner": learner}, clients=())
+    ctx = SetupContext(num_clients=0, rounds=1, clients=(), learner=learner)
     mech.prepare(ctx, rng=np.random.default_rng(0))
     assert mech.training.mode == "fedsgd"

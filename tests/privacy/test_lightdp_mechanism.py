@@ -29,12 +29,12 @@ def views(n: int, *, colluders: int = 0, eps: float = 3.0) -> list[ClientView]:
 def prepared(cls, n: int, faults, *, graph=None, colluders: int = 0, **cfg):
     mech = cls(cls.Config(**cfg))
     ctx = SetupContext(
-        n,
-        5,
-        tuple(views(n, colluders=colluders)),
-        graph if graph is not None else nx.complete_graph(n),
-        {"network.faults": faults},
-        5,
+        num_clients=n,
+        rounds=5,
+        clients=tuple(views(n, colluders=colluders)),
+        graph=graph if graph is not None else nx.complete_graph(n),
+        faults=faults,
+        planned_participations=5,
     )
     mech.prepare(ctx, rng=np.random.default_rng(0))
     return mech

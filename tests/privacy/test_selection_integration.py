@@ -67,7 +67,13 @@ class FakeSelection:
 
 
 def prepared(mech, selection, clients):
-    ctx = SetupContext(len(clients), 10, tuple(clients), None, {"selection": selection}, 5)
+    ctx = SetupContext(
+        num_clients=len(clients),
+        rounds=10,
+        clients=tuple(clients),
+        selection=selection,
+        planned_participations=5,
+    )
     mech.epsilon_per_round(np.ones(1), np.ones(1), participations=5)
     mech.prepare(ctx, rng=np.random.default_rng(0))
     return mech
@@ -103,7 +109,7 @@ def test_laplace_scale_and_charge_use_T_n():
 
 def test_bcs_model_sigma_at_own_T_n_and_stage1_sensitivity():
     model = FedGameModel(validate(scenario()))
-    sel, mech = model.world.components["selection"], model.privacy
+    sel, mech = model.world.components.selection, model.privacy
     views = [c.view() for c in model.clients]
     planned = [sel.planned_participations(v.client_id) for v in views]
     assert len(set(planned) - {0}) > 1  # a biased plan: distinct T_n
@@ -136,7 +142,7 @@ def test_privacy_aware_sigma_uses_realised_T_k():
         },
     )
     model = FedGameModel(validate(sc))
-    sel, mech = model.world.components["selection"], model.privacy
+    sel, mech = model.world.components.selection, model.privacy
     counts = sel.counts
     assert counts.sum() == 4 * 8 and len(set(counts.tolist()) - {0}) > 1
     for c in model.clients:

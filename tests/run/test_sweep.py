@@ -172,3 +172,23 @@ def test_sweep_output_and_memory_are_checked_before_anything_is_written(small, t
         run_sweep(huge, executor="local", workers=2, progress=False)
     assert err.value.key == "--workers"
     assert not (tmp_path / "res").exists()
+
+
+def test_sweep_json_keeps_a_history_of_invocations(small, tmp_path, monkeypatch):
+    """A resume used to overwrite the summary with "done 0, skipped 4": each call now adds
+    one entry (command, executor, start and end, counts) and the earlier ones stay."""
+    plan = plan_sweep(small, out=tmp_path)
+    run_sweep(plan, executor="serial", progress=False, command="fedgame sweep small.yaml")
+    monkeypatch.setattr("sys.argv", ["/somewhere/bin/fedgame", "sweep", "my file.yaml"])
+    run_sweep(plan, executor="serial", progress=False)
+    info = json.loads((plan.sweep_dir / "sweep.json").read_text())
+    first, second = info["history"]
+    assert first["command"] == "fedgame sweep small.yaml"
+    assert second["command"] == "fedgame sweep 'my file.yaml'"
+    assert (first["done"], first["skipped"], first["failed"]) == (4, 0, 0)
+    assert (second["done"], second["skipped"], second["failed"]) == (0, 4, 0)
+    for entry in (first, second):
+        assert entry["executor"] == "serial" and entry["status"] == "completed"
+        assert entry["started"] <= entry["ended"] and entry["ended"].endswith("+00:00")
+    assert first["ended"] <= second["started"]
+    assert info["summary"]["skipped"] == 4  # the last call's own summary, as before

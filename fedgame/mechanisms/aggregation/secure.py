@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.errors import FedGameError, ScenarioError
 from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.registry import register

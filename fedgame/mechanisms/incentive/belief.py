@@ -9,7 +9,7 @@ A game incentive (``qi_dpfl``, ``max``, ``random``, ``fixed``, ``stackelberg``) 
         kind: lognormal                              # the estimator (a registered name)
         prior: {kind: lognormal, median: 1.0, sd: 1.0}   # or {kind: discrete, values, weights}
         obs_sd: 0.1
-        explore: 0.0         # optimism of active_set: optimal (BeliefLeader.optimistic)
+        explore: 0.0         # learn the untried from the seen, optimism κ (active_set: optimal)
 
 Each round it plays against its estimate ν̂ (admission, R_t) and, before the next offer,
 folds in what the round's public record reveals (:mod:`fedgame.game.belief`: a budget at the
@@ -18,8 +18,8 @@ an upper bound). That ν is unknown is structural: the leader decides on a :clas
 whose client views do not have ``privacy_value`` (:func:`blind`; reading it raises). It does
 not exclude a client on its guess (Theorem 1's followers leave the active set by themselves,
 revealing a bound); with ``active_set: optimal`` a client it keeps out reveals nothing, so
-``explore`` > 0 admits by optimistic values (:meth:`BeliefLeader.optimistic`) and tries the
-clients it is unsure about.
+``explore`` > 0 corrects its estimate of the clients it has never seen play by those it has
+seen (empirical Bayes) and admits them a little optimistically (:class:`BeliefLeader`).
 
 The estimator is a declared hook (:class:`~fedgame.game.belief.PrivacyValueBelief`): register
 another with :func:`register_estimator` and name it in ``belief.kind``.
@@ -55,6 +55,17 @@ HIDDEN = frozenset({"privacy_value"})
 
 PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: ln of the largest value a belief's ν (or its precision) may reach: ν within e^±LOG_RANGE
+LOG_RANGE = math.log(1e300)
+#: range of the observation precision 1/obs_sd² (it is added up over rounds and multiplied
+#: by ln ν, so it keeps room below the float range)
+OBS_PRECISION_RANGE = (1e-200, 1e200)
+#: prior standard deviations within which the belief's ν is kept representable
+PRIOR_SPREAD_SDS = 5.0
+
+
+def _in_log_range(value: float) -> bool:
+    return abs(math.log(value)) <= LOG_RANGE
 
 
 class LogNormalPrior(BaseModel):
@@ -64,6 +75,18 @@ class LogNormalPrior(BaseModel):
     kind: Literal["lognormal"] = "lognormal"
     median: PositiveFinite = Field(1.0, description="prior median of nu (> 0)")
     sd: PositiveFinite = Field(1.0, description="prior standard deviation of log nu (> 0)")
+
+    def range_problem(self) -> str | None:
+        """Why exp(log median ± 5·sd), the prior's range of ν, leaves 1e±300 (None: it
+        does not)."""
+        reach = abs(math.log(self.median)) + PRIOR_SPREAD_SDS * self.sd
+        if reach <= LOG_RANGE:
+            return None
+        return (
+            f"a prior whose nu range exp(log median ± {PRIOR_SPREAD_SDS:g}·sd) stays within "
+            f"1e-300 to 1e300: |ln median| + {PRIOR_SPREAD_SDS:g}·sd is {reach:.4g}, at most "
+            f"{LOG_RANGE:.4g} (median {self.median:g}, sd {self.sd:g})"
+        )
 
     def log_moments(self) -> tuple[float, float]:
         """(mean, variance) of log ν."""
@@ -93,6 +116,11 @@ class DiscretePrior(BaseModel):
         if not math.isclose(total, 1.0, rel_tol=1e-9, abs_tol=1e-9):
             raise ValueError(f"weights must sum to 1 (a distribution), got {total:g}")
         return weights
+
+    def range_problem(self) -> str | None:
+        """Why a value leaves 1e±300 (None: none does)."""
+        bad = next((v for v in self.values if not _in_log_range(v)), None)
+        return None if bad is None else f"values of nu within 1e-300 to 1e300, not {bad:g}"
 
     def log_moments(self) -> tuple[float, float]:
         """(mean, variance) of log ν."""
@@ -154,6 +182,35 @@ class BeliefSpec(BaseModel):
         description="optimism kappa >= 0 of active_set optimal: admit by nu_hat*exp(-kappa*sd)",
     )
 
+    @field_validator("prior", mode="before")
+    @classmethod
+    def _lognormal_by_default(cls, prior: Any) -> Any:
+        """A prior without ``kind`` is the log-normal one (its defaults' kind)."""
+        if isinstance(prior, dict) and "kind" not in prior:
+            return {"kind": "lognormal", **prior}
+        return prior
+
+    @field_validator("prior")
+    @classmethod
+    def _representable(cls, prior: LogNormalPrior | DiscretePrior) -> Any:
+        problem = prior.range_problem()
+        if problem:
+            raise ValueError(problem)
+        return prior
+
+    @field_validator("obs_sd")
+    @classmethod
+    def _precision_in_range(cls, obs_sd: float) -> float:
+        """1/obs_sd², the precision each observation adds, within :data:`OBS_PRECISION_RANGE`."""
+        low, high = OBS_PRECISION_RANGE
+        precision = math.inf if obs_sd < 1e-150 else 1.0 / (obs_sd * obs_sd)
+        if not low <= precision <= high:
+            raise ValueError(
+                f"an observation noise whose precision 1/obs_sd^2 lies in [{low:g}, {high:g}] "
+                f"(obs_sd between {high**-0.5:g} and {low**-0.5:g}); 1/obs_sd^2 is {precision:.4g}"
+            )
+        return obs_sd
+
     @field_validator("kind")
     @classmethod
     def _known(cls, kind: str) -> str:
@@ -170,6 +227,23 @@ class BeliefSpec(BaseModel):
                 f"{self.kind!r} does not"
             )
         return self
+
+    @field_validator("explore")
+    @classmethod
+    def _optimism_in_range(cls, explore: float, info: ValidationInfo) -> float:
+        prior = info.data.get("prior")
+        spread = explore * math.sqrt(prior.log_moments()[1]) if prior is not None else 0.0
+        if spread > LOG_RANGE:
+            raise ValueError(
+                f"explore * (prior sd of log nu) at most {LOG_RANGE:.4g}, so that the optimism "
+                f"factor exp(-explore*sd) stays above 1e-300; it is {spread:.4g}"
+            )
+        return explore
+
+    def optimism_floor(self) -> float:
+        """exp(−κ·sd) at the prior, the smallest factor an exploring leader scales ν̂ by
+        (the posterior sd only shrinks)."""
+        return math.exp(-self.explore * math.sqrt(self.prior.log_moments()[1]))
 
     def build(self, num_clients: int) -> PrivacyValueBelief:
         """The estimator this spec names, at its prior."""
@@ -240,39 +314,60 @@ def blind(market: MarketView) -> MarketView:
 
 
 class BeliefLeader:
-    """The leader's belief and the contest it last offered (to read the responses against)."""
+    """The leader's belief and the contest it last offered (to read the responses against).
+
+    With ``explore`` = κ > 0 the leader also learns about the clients it has never seen play
+    from those it has *seen* (offered a contest and answered: a revealed ν or a bound). Once
+    two are seen, an untried client is valued at the larger of its own estimate and the seen
+    clients' geometric mean, exp(mean log ν̂_seen) (empirical Bayes, one-sided: budgets that
+    show the prior too optimistic correct it for everyone; a prior too pessimistic is left to
+    the optimism), for pricing R_t and for admission; it is admitted by that value discounted
+    by exp(−κ·s), s the standard deviation of log ν̂ over the seen clients (optimism only on
+    the untried, as large as the population's spread; none for the seen). Before two clients
+    are seen every client is untried alike, and the optimal set does not depend on a common
+    scale, so the estimate is used as it is. Measured in ``analysis/belief_explore.py``
+    (docs/qi_dpfl.md).
+    """
 
     def __init__(self, spec: BeliefSpec) -> None:
         self.spec = spec
         self.belief: PrivacyValueBelief | None = None
         self._offered: ContestObservation | None = None
+        self.seen = np.zeros(0, dtype=bool)
 
     def start(self, num_clients: int) -> None:
         """The belief at the prior, for clients 0..num_clients−1."""
         self.belief = self.spec.build(num_clients)
         self._offered = None
+        self.seen = np.zeros(num_clients, dtype=bool)
+
+    def _estimates(self) -> np.ndarray:
+        """ν̂ of every client by id; exploring, the untried at least at the seen clients'
+        geometric mean (class doc)."""
+        if self.belief is None:
+            return np.zeros(0)
+        values = np.asarray(self.belief.estimate(), dtype=float)
+        if self.spec.explore > 0 and np.count_nonzero(self.seen) >= 2:
+            typical = float(np.exp(np.log(values[self.seen]).mean()))
+            values = np.where(self.seen, values, np.maximum(values, typical))
+        return values
 
     def estimate(self, ids: np.ndarray) -> np.ndarray:
-        """ν̂ of ``ids``."""
+        """ν̂ of ``ids`` (with ``explore`` > 0, the untried corrected by the seen: class doc)."""
         if self.belief is None:
             self.start(int(ids.max()) + 1 if ids.size else 0)
-        assert self.belief is not None
-        values = np.asarray(self.belief.estimate(), dtype=float)
-        return values[ids]
+        return self._estimates()[ids]
 
     def optimistic(self, ids: np.ndarray) -> np.ndarray:
-        """ν̂·exp(−κ·sd(log ν)) of ``ids``, κ = ``explore``: the values the leader admits by.
-
-        Optimism under uncertainty: a client the leader knows little about looks cheaper than
-        its estimate, so an ``active_set: optimal`` leader tries it and its budget reveals ν;
-        once revealed (sd ≈ obs_sd) the discount all but vanishes. κ = 0: ν̂ (greedy).
-        """
+        """The values the leader admits ``ids`` by: :meth:`estimate`, the untried discounted
+        by exp(−κ·s) (class doc); κ = 0: ν̂ (greedy)."""
         values = self.estimate(ids)
-        if self.spec.explore == 0:
+        if self.spec.explore == 0 or np.count_nonzero(self.seen) < 2:
             return values
-        assert isinstance(self.belief, ReportsUncertainty)  # BeliefSpec checks the estimator
-        sd = np.asarray(self.belief.log_sd(), dtype=float)[ids]
-        return values * np.exp(-self.spec.explore * sd)
+        everyone = self._estimates()
+        spread = float(np.log(everyone[self.seen]).std())
+        untried = ~self.seen[ids]
+        return np.where(untried, values * np.exp(-self.spec.explore * spread), values)
 
     def offered(self, observation: ContestObservation) -> None:
         """Remember this round's contest (``rho`` unknown yet)."""
@@ -297,3 +392,5 @@ class BeliefLeader:
         rho = np.where(took, rec.rho[at], math.nan)
         rho = np.where(stayed_out, 0.0, rho)
         self.belief.observe(dataclasses.replace(offered, rho=rho))
+        answered = offered.ids[took | stayed_out]
+        self.seen[answered[answered < self.seen.size]] = True

@@ -47,6 +47,7 @@ from fedgame.game.leader import (
     optimal_active_set,
     proportional_reward,
 )
+from fedgame.game.magnitudes import check_game_magnitudes
 from fedgame.game.rules import GameRules
 from fedgame.game.stackelberg import (
     ServerCostParams,
@@ -200,12 +201,17 @@ class GameIncentive:
         self._round: dict[str, float] = {}
         self._clients: dict[str, Any] = {}
 
+    @staticmethod
+    def check_scenario(config: GameConfig, scenario: Any, *, key: str) -> None:
+        """Validation: the game's derived quantities stay finite for this population
+        (:func:`fedgame.game.magnitudes.check_game_magnitudes`)."""
+        check_game_magnitudes(config, scenario, key=key)
+
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         self.rounds = ctx.rounds
-        learner = ctx.components.get("learner")
-        if self.config.dim is None and learner is not None:
-            self.dim = int(learner.num_params)
-        selection = ctx.components.get("selection")
+        if self.config.dim is None and ctx.learner is not None:
+            self.dim = int(ctx.learner.num_params)
+        selection = ctx.selection
         self.selection = selection if isinstance(selection, EligibleSet) else None
         self.rng = rng
         if self.beliefs is not None:

@@ -1,1 +1,6 @@
-"""fedgame.mechanisms.policy."""
+"""Client policies, the followers (family ``policy``); importing this registers them."""
+
+# ruff: noqa: F401
+import fedgame.mechanisms.policy.always
+import fedgame.mechanisms.policy.game
+import fedgame.mechanisms.policy.learning

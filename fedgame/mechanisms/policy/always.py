@@ -24,7 +24,10 @@ class AlwaysParticipate:
     """Take part at the default per-round privacy level while the budget lasts.
 
     A client whose remaining budget cannot pay its per-round ε declines with reason ``budget``.
+    It chooses no level of its own (``chooses = "default"``): the mechanism's plan sets it.
     """
+
+    chooses = "default"
 
     def __init__(self, config: object) -> None:
         del config

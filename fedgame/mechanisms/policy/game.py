@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 from fedgame.game.contest import contest_equilibrium, solve_contest
 from fedgame.game.equilibrium import FollowerUtility
 from fedgame.mechanisms.policy.market import Contest, contest_of, rho_left, rho_remaining
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientView, MarketView, Offer, Response, Responses, ids_of
 
 __all__ = ["BestResponse", "BudgetAware", "FixedRho", "equilibrium", "rho_remaining"]
@@ -91,6 +91,9 @@ def equilibrium(
 
 class _PerRound:
     """Computes the round's equilibrium once (keyed by round, offer and market objects)."""
+
+    #: the level a follower chooses: its zCDP budget ρ_i (paper 003)
+    chooses = "rho"
 
     def __init__(self) -> None:
         self._key: tuple[int, int, int] | None = None
@@ -212,6 +215,10 @@ class BudgetAware(_PerRound):
 @register("policy", "fixed")
 class FixedRho:
     """Take part every round at a constant zCDP budget ``rho`` while the budget lasts."""
+
+    example = Example({"rho": 5.0})
+
+    chooses = "rho"
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

@@ -83,6 +83,8 @@ class Learning:
     ``rho_min`` the smallest budget played.
     """
 
+    chooses = "rho"
+
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
         rule: Literal["log_gradient", "hedge"] = Field(

@@ -15,7 +15,7 @@ since T_n <= R a client's copies fall in distinct rounds, every round gets exact
 realised counts equal T_n exactly, and the rounds are shuffled. A scheduled client that is
 not a candidate (declined, unreachable) is skipped and counted in ``bcs_missing``.
 
-Hooks for the privacy mechanism (read each round via ``ctx.components["selection"]``):
+Hooks for the privacy mechanism (read each round via ``ctx.selection``):
 ``planned_participations(cid)`` = T_n of the current stage, ``budget_fraction(cid)`` = share
 of (eps_total, delta) those releases split (1 in stage 1), ``loss_bound(round)`` = Theta in
 stage-1 rounds when losses are reported (sensitivity 2 eta (B + Theta)/D_n), else 0.
@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat
 from fedgame.errors import ScenarioError
 from fedgame.game import bcs
 from fedgame.privacy.calibrate import dpfl_bcs_gaussian_sigma, laplace_scale
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientValues, ClientView, RoundInfo, Selection, SetupContext
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,8 @@ def systematic_schedule(counts: np.ndarray, *, rounds: int, rng: np.random.Gener
 @register("selection", "bcs")
 class BcsSelection:
     """DPFL-BCS: two-stage biased selection of K clients per round (Ma et al., paper 000)."""
+
+    example = Example({"k": 3, "t0": 0})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fedgame.data.quality import emd, label_frequencies, population_frequencies
 from fedgame.errors import ScenarioError
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientValues, ClientView, RoundInfo, Selection, SetupContext
 
 
@@ -40,6 +40,8 @@ def quantile_selection(theta: np.ndarray, *, share: float) -> np.ndarray:
 @register("selection", "emd_threshold")
 class EmdThreshold:
     """Select clients whose label-distribution distance θ_h is below θ_th (QI-DPFL Eq. 11)."""
+
+    example = Example({"quantile": 0.75})
 
     round_columns = ("emd_threshold", "emd_eligible")
     client_columns = ("emd_theta",)

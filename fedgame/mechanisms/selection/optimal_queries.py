@@ -34,7 +34,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from fedgame.errors import ScenarioError
 from fedgame.game import queries
 from fedgame.mechanisms.selection.round_robin import RoundRobin
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import SetupContext
 
 GIVEN = ("smoothness", "strong_convexity", "grad_bound_sq", "noniid", "initial_distance_sq")
@@ -71,6 +71,18 @@ def estimate_constants(learner: Any, sizes: np.ndarray, *, steps: int, lr: float
 @register("selection", "optimal_queries")
 class OptimalQueries(RoundRobin):
     """Round robin with paper 002's optimal queries T* and clients per query b*."""
+
+    example = Example(
+        {
+            "b": 3,
+            "constants": "given",
+            "smoothness": 1.0,
+            "strong_convexity": 0.1,
+            "grad_bound_sq": 1.0,
+            "noniid": 0.1,
+            "initial_distance_sq": 1.0,
+        }
+    )
 
     class Config(RoundRobin.Config):
         mechanism: Literal["laplace", "gaussian"] = Field(

@@ -21,13 +21,15 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from fedgame.errors import ScenarioError
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientView, RoundInfo, Selection, SetupContext
 
 
 @register("selection", "power_of_choice")
 class PowerOfChoice:
     """The k highest-loss clients among d size-weighted candidates (Cho et al. 2022)."""
+
+    example = Example({"k": 3, "d": 5})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

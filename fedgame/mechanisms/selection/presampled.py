@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 from fedgame.errors import ScenarioError
 from fedgame.game import privacy_aware as pa
 from fedgame.privacy.local_common import training_from
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientValues, ClientView, RoundInfo, Selection, SetupContext
 
 
@@ -103,6 +103,8 @@ class PresampledSelection:
 class UnbiasedSelection(PresampledSelection):
     """Pre-sampled i.i.d. selection with p_k = |M_k| / sum |M_i| (paper 001 baseline)."""
 
+    example = Example({"k": 6})  # draws with replacement: virtual duplicates
+
     def probabilities(self, clients: Sequence[ClientView]) -> np.ndarray:
         return pa.unbiased_probabilities([max(c.dataset_size, 1) for c in clients])
 
@@ -117,6 +119,8 @@ class PrivacyAwareSelection(PresampledSelection):
     the whole local set); set, it must equal that batch, so that the selection's V_k and the
     noise the clients' DP-SGD adds describe the same sampling (checked at validation).
     """
+
+    example = Example({"k": 6})  # draws with replacement: virtual duplicates
 
     class Config(PresampledSelection.Config):
         eta_d: PositiveFloat = Field(

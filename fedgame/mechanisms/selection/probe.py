@@ -3,7 +3,7 @@
 DPFL-BCS clients report two noisy losses per stage-1 round, Power-of-Choice clients report
 their local loss, and the optimal-queries planner estimates smoothness constants on client
 data (paper 002 §3.5). The simulator computes these on the batched learner's data: the model
-passes the learner to ``prepare`` as ``ctx.components["learner"]``. Only the learner's public
+passes the learner to ``prepare`` as ``ctx.learner``. Only the learner's public
 API is used (``sample_batches``, ``train``, ``module``, ``layout``, ``x_train``, ``y_train``).
 """
 
@@ -21,7 +21,7 @@ from fedgame.learning.batched import cross_entropy
 
 def learner_of(ctx: Any) -> Any | None:
     """The batched learner a ``SetupContext`` carries, or None (then planners fall back)."""
-    return ctx.components.get("learner") if ctx is not None else None
+    return ctx.learner if ctx is not None else None
 
 
 def _data(learner: Any, ids: Sequence[int], seed: int) -> tuple[torch.Tensor, ...]:

@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from fedgame.errors import ScenarioError
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientView, RoundInfo, Selection, SetupContext
 
 
@@ -28,6 +28,8 @@ def round_robin_counts(*, num_clients: int, per_round: int, rounds: int) -> np.n
 @register("selection", "round_robin")
 class RoundRobin:
     """b clients per round in a fixed cyclic order (paper 002's FedSGD-DPC)."""
+
+    example = Example({"b": 3})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from fedgame.errors import ScenarioError
-from fedgame.registry import register
+from fedgame.registry import Example, register
 from fedgame.views import ClientView, RoundInfo, Selection, UniformProbabilities, ids_of
 
 
@@ -19,6 +19,8 @@ class UniformSelection:
 
     When fewer than ``k`` clients are available, all of them are selected.
     """
+
+    example = Example({"k": 4})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from fedgame import registry
+import fedgame.registry as registry
 from fedgame.errors import ScenarioError
 from fedgame.privacy.base import Charge, Charges
 

@@ -61,7 +61,10 @@ def test_incentive_runs_and_columns_are_consistent(tiny, kind):
 
 def test_qi_dpfl_reward_is_theorem2_and_grows_by_pi():
     inc = QiDpfl(QiDpfl.Config(phi=0.25, gamma=0.5, discount=0.81, dim=90, lam=1.0))
-    inc.prepare(SetupContext(3, 10, (), None, {}, 10), rng=np.random.default_rng(0))
+    inc.prepare(
+        SetupContext(num_clients=3, rounds=10, clients=(), planned_participations=10),
+        rng=np.random.default_rng(0),
+    )
     clients = tuple(view(i, nu, 1) for i, nu in enumerate([2.0, 3.0, 3.0]))
     # test_stackelberg's hand instance: A = 2, R_1* = 2, R_2* = 2/0.9.
     r1 = inc.offer(MarketView(clients, RoundInfo(1, 10, 3)), info=RoundInfo(1, 10, 3))
@@ -72,7 +75,10 @@ def test_qi_dpfl_reward_is_theorem2_and_grows_by_pi():
 
 def test_infeasible_clients_are_removed_and_excluded():
     inc = QiDpfl(QiDpfl.Config(dim=90))
-    inc.prepare(SetupContext(4, 5, (), None, {}, 5), rng=np.random.default_rng(0))
+    inc.prepare(
+        SetupContext(num_clients=4, rounds=5, clients=(), planned_participations=5),
+        rng=np.random.default_rng(0),
+    )
     nu = [1.0, 1.0, 1.0, 5.0]  # (N-1)·5 = 15 >= 8: client 3 breaks Theorem 1's condition
     clients = tuple(view(i, v) for i, v in enumerate(nu))
     info = RoundInfo(1, 5, 4)
@@ -91,7 +97,10 @@ def test_infeasible_clients_are_removed_and_excluded():
 
 def test_payments_are_shares_over_delivered_only():
     inc = QiDpfl(QiDpfl.Config(dim=90))
-    inc.prepare(SetupContext(3, 5, (), None, {}, 5), rng=np.random.default_rng(0))
+    inc.prepare(
+        SetupContext(num_clients=3, rounds=5, clients=(), planned_participations=5),
+        rng=np.random.default_rng(0),
+    )
     offer = Offer(reward=6.0)
     inc.nu, inc.sizes = np.ones(2), np.full(2, 10.0)
     pay = inc.settle(

@@ -19,7 +19,10 @@ def ctx():
         ClientView(i, sum(c), 0.0, 1.0, 10.0, 1e-5, 0.0, 1.0, 1e-5, 0.0, False, label_counts=c)
         for i, c in enumerate(COUNTS)
     )
-    return SetupContext(len(clients), 3, clients, None, {}, 3), clients
+    ctx = SetupContext(
+        num_clients=len(clients), rounds=3, clients=clients, planned_participations=3
+    )
+    return ctx, clients
 
 
 def test_theta_is_eq11_and_quantile_selects_share():
