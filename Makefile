@@ -88,7 +88,8 @@ bench:
 docs-columns:
 	$(PYTHON) -m fedgame.columns > docs/columns.md
 
-# Rerun every paper's analysis and ablation (2 h 18 min on 2 idle cores) and regenerate the tables
+# Rerun every paper's analysis (with its hold-outs) and ablation (2 h 18 min on 2 idle cores before the
+# hold-outs; the paper scripts with hold-outs: 3 h 10 min of script time, 2026-11-26) and regenerate the tables
 # and figures in docs/ (not part of `make test`; `python analysis/reproduce.py --quick` is the
 # minutes-long preview, written under results/analysis/). Resumable: each run is kept under
 # results/analysis/<script>/runs/ when it ends, so an interrupted `make reproduce` rerun on the

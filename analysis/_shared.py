@@ -3,14 +3,19 @@
 Light at import (standard library and ``fedgame.errors`` only), so every script's ``--help``
 returns at once; torch, pandas and fedgame's model load inside the functions that run jobs.
 
-Every script takes ``--seeds N`` (seeds 0..N-1), ``--rounds R``, ``--quick`` (a small version
-for smoke tests), ``--out DIR``, ``--workers W`` and ``--set KEY=VALUE`` (a scenario override
-applied to every run, for ablations); scripts that load a dataset that may be missing take
+Every script takes ``--seeds N`` (seeds 0..N-1; the paper scripts also take ``--first-seed S``
+for seeds S..S+N-1), ``--rounds R``, ``--quick`` (a small version for smoke tests), ``--out
+DIR``, ``--workers W`` and ``--set KEY=VALUE`` (a scenario override applied to every run, for
+ablations); scripts that load a dataset that may be missing take
 ``--dataset NAME`` (and ``--data-path DIR``): a missing dataset is a one-line error with exit
 code 2, never a silent switch. Results go to ``--out``: ``report.md`` (every table), one
 ``tables/<key>.md`` per table (what ``analysis/reproduce.py`` splices into ``docs/``),
 ``claims.json`` (the rows of docs/reproductions.md), ``runs.csv`` (one row per run) and
-``figures/``. Each run uses one torch thread, so results do not depend on ``--workers``.
+``figures/``. A claim carries its verdict rule (``fedgame.analysis.stats.Rule``: kind,
+threshold, text), the setting and seeds it was measured on, and the script's hold-out
+settings (``Holdout``: the other seeds and data heterogeneity ``analysis/reproduce.py``
+reruns it on), so docs/reproductions.md prints them from the code that applies them. Each
+run uses one torch thread, so results do not depend on ``--workers``.
 
 Scripts that run simulations keep each run's result under ``OUT/runs/`` (``run_kept``, from
 ``analysis/_kept.py``; the sweep scripts keep their sweep folders): a rerun with the same
@@ -111,6 +116,74 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return value
+
+
+def add_first_seed(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``--first-seed S`` (seeds S..S+N-1), for the paper scripts' hold-outs; returns ``p``."""
+    p.add_argument(
+        "--first-seed",
+        type=_non_negative,
+        default=0,
+        help="the first seed: seeds S..S+N-1 (default 0; the hold-outs use other seeds)",
+    )
+    return p
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text}")
+    return value
+
+
+def seed_list(args: argparse.Namespace) -> list[int]:
+    """The seeds of a run: ``--first-seed`` .. ``--first-seed + --seeds - 1``."""
+    first = getattr(args, "first_seed", 0)
+    return list(range(first, first + args.seeds))
+
+
+def seeds_text(args: argparse.Namespace) -> str:
+    """``"seeds 0-4"`` (``"seed 7"`` for one)."""
+    seeds = seed_list(args)
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    return f"seeds {seeds[0]}-{seeds[-1]}"
+
+
+@dataclass(frozen=True)
+class Holdout:
+    """A setting a paper script's claims are rerun on, besides its default (``reproduce.py``).
+
+    ``argv``: the script's flags for it (other seeds with ``--first-seed``, another data
+    heterogeneity, a reduced grid where the full one does not fit the CPU); ``label`` says
+    what differs, in words.
+    """
+
+    key: str
+    label: str
+    #: flags, each followed by its value
+    argv: tuple[str, ...]
+
+    def applied(self, argv: Sequence[str]) -> list[str]:
+        """A run's ``argv`` with this hold-out's flags in place of any it sets itself (so a
+        hold-out of ``--quick --dataset digits`` stays quick and on digits)."""
+        flags = set(self.argv[::2])
+        kept: list[str] = []
+        skip = False
+        for arg in argv:
+            if skip:
+                skip = False
+                continue
+            flag = arg.split("=", 1)[0]
+            if flag in flags:
+                skip = "=" not in arg
+                continue
+            kept.append(arg)
+        return [*kept, *self.argv]
+
+    def as_dict(self, name: str, argv: Sequence[str]) -> dict[str, str]:
+        """JSON form, with the command that reruns a run of ``argv`` on this hold-out."""
+        return {"key": self.key, "label": self.label, "command": command(name, self.applied(argv))}
 
 
 def resolve(args: argparse.Namespace, defaults: Defaults) -> argparse.Namespace:
@@ -246,6 +319,20 @@ def _progress(i: int, total: int, result: Any) -> Any:
     return result
 
 
+def interval_cell(values: Iterable[float], digits: int, scale: float = 1.0) -> str:
+    """``mean ± half-width`` over runs; a run without a value (a refused total: a round had
+    none) is never dropped silently: the cell says on how many runs the value is missing
+    (the interval is then over the others), and is "–" when no run has one."""
+    from fedgame.analysis.stats import t_interval
+
+    vals = [scale * float(v) for v in values]
+    missing = sum(v != v for v in vals)
+    if missing == len(vals):
+        return "–"
+    text = t_interval(vals).format(digits)
+    return f"{text} (n/a on {missing} of {len(vals)} runs)" if missing else text
+
+
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A GitHub markdown table (``|`` in cells escaped)."""
 
@@ -266,6 +353,10 @@ class Report:
     argv: Sequence[str] = field(default_factory=lambda: sys.argv[1:])
     tables: dict[str, str] = field(default_factory=dict)
     claims: list[dict[str, Any]] = field(default_factory=list)
+    #: what the claims were measured on besides the seeds (dataset, heterogeneity, sizes)
+    setting: str = ""
+    #: the settings reproduce.py reruns the claims on (the script's ``HOLDOUTS``)
+    holdouts: Sequence[Holdout] = ()
     rows: list[dict[str, Any]] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
 
@@ -275,9 +366,11 @@ class Report:
 
     def provenance(self) -> str:
         """One line: the command, seeds, whether preliminary, the date and the run time."""
-        seeds = self.args.seeds
+        seeds = seed_list(self.args)
         what = (
-            f"{seeds} seed{'s' if seeds > 1 else ''} (0-{seeds - 1})" if seeds > 1 else "1 seed (0)"
+            f"{len(seeds)} seeds ({seeds[0]}-{seeds[-1]})"
+            if len(seeds) > 1
+            else f"1 seed ({seeds[0]})"
         )
         quick = "; **preliminary quick run**" if self.args.quick else ""
         today = dt.date.today().isoformat()
@@ -308,26 +401,56 @@ class Report:
         paper_value: str,
         measured: str,
         verdict: str,
+        rule: Any,
         why_not: str | dict[str, str] = "",
+        caveat: str = "",
     ) -> None:
         """Record one row of the reproductions table.
 
-        ``why_not`` explains a ``no``/``partly`` verdict (a string) or maps verdicts to texts;
-        an ``inconclusive`` verdict says that the interval straddles the claim's threshold.
+        ``rule`` is the ``fedgame.analysis.stats.Rule`` the verdict was computed with (its
+        text and threshold go into the row). ``why_not`` explains a ``no``/``partly`` verdict
+        (a string) or maps verdicts to texts; an ``inconclusive`` verdict says that the
+        interval straddles the claim's threshold. ``caveat`` qualifies any verdict (e.g. a
+        *yes* that says little because the compared arms cannot differ in this setting).
         """
         texts = why_not if isinstance(why_not, dict) else {"no": why_not, "partly": why_not}
         why = texts.get(verdict, "")
         if verdict == "inconclusive" and not why:
             why = f"the 95% interval ({self.args.seeds} seeds) straddles the claim's threshold"
+        self._add(
+            key,
+            paper=paper,
+            claim=claim,
+            paper_value=paper_value,
+            measured=measured,
+            verdict=verdict,
+            why_not="" if verdict == "yes" else why,
+            caveat=caveat,
+            rule=rule.as_dict(),
+        )
+
+    def not_run(self, key: str, *, paper: str, claim: str, paper_value: str, reason: str) -> None:
+        """Record a headline claim of the paper that this script does not run, and why."""
+        self._add(
+            key,
+            paper=paper,
+            claim=claim,
+            paper_value=paper_value,
+            measured="not run",
+            verdict="not run",
+            why_not=reason,
+            caveat="",
+            rule={"kind": "not run", "threshold": None, "unit": "", "text": "–"},
+        )
+
+    def _add(self, key: str, **row: Any) -> None:
         self.claims.append(
-            {
-                "key": f"{self.name}/{key}",
-                "paper": paper,
-                "claim": claim,
-                "paper_value": paper_value,
-                "measured": measured,
-                "verdict": verdict,
-                "why_not": "" if verdict == "yes" else why,
+            {"key": f"{self.name}/{key}"}
+            | row
+            | {
+                "seeds": seeds_text(self.args),
+                "setting": self.setting,
+                "holdouts": [h.as_dict(self.name, self.argv) for h in self.holdouts],
                 "command": self.command,
                 "preliminary": bool(self.args.quick),
             }

@@ -218,6 +218,8 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     import sys
     import time
 
+    from fedgame.analysis.totals import round_mean
+
     started = time.perf_counter()
     result = _shared.simulate(job["scenario"])
     took = time.perf_counter() - started
@@ -233,7 +235,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     spent = (last["epsilon_spent"] / last["epsilon_total"]).mean()
     keys = ("row", "variant", "seed")
     return {k: job[k] for k in keys} | {
-        "accuracy": float(rounds["test_accuracy"].iloc[-5:].mean()),
+        "accuracy": round_mean(rounds["test_accuracy"].iloc[-5:]).value,
         "noise_var": total,
         "noise_var_stage1": stage1,
         "eps_spent_share": float(spent),
@@ -262,7 +264,10 @@ def main() -> None:
     print(f"{NAME}: {len(rows)} rows, {len(jobs)} runs", flush=True)
     report = _shared.Report(NAME, args)
     report.rows = run_unique(jobs, args)
-    summarise(report, rows, {j["row"]: j for j in jobs})
+    from fedgame.analysis.guarantee import epsilon_header
+
+    kinds = epsilon_header("ε spent WeiAvg / BCS", [j["scenario"]["privacy"] for j in jobs])
+    summarise(report, rows, {j["row"]: j for j in jobs}, kinds)
     report.write()
 
 
@@ -287,7 +292,12 @@ HEADER = (
 )
 
 
-def summarise(report: _shared.Report, rows: list[Row], first: dict[str, dict]) -> None:
+def summarise(
+    report: _shared.Report,
+    rows: list[Row],
+    first: dict[str, dict],
+    eps_head: str = "ε spent WeiAvg / BCS",
+) -> None:
     """One table per ``Row.table`` that has rows here: a line per row, paired BCS − WeiAvg
     over seeds."""
     import pandas as pd
@@ -298,7 +308,7 @@ def summarise(report: _shared.Report, rows: list[Row], first: dict[str, dict]) -
             line(row, df[df.row == row.key], first[row.key]) for row in rows if row.table == table
         ]
         if lines:
-            report.table(table, title, HEADER, lines)
+            report.table(table, title, [*HEADER[:-1], eps_head], lines)
 
 
 def line(row: Row, sel: Any, job: dict[str, Any]) -> list[Any]:

@@ -75,6 +75,8 @@ def first_round_below(rounds: Any, fraction: float, total: int) -> float:
 
 def summary(rounds: Any, clients: Any) -> Any:
     """One row per client group: ε spent, budget use, participations, closed form, timing."""
+    from fedgame.analysis.totals import round_mean
+
     n = clients["client_id"].nunique()
     last = clients[clients["round"] == clients["round"].max()].copy()
     last["group"] = (last["epsilon_total"] < SENSITIVE).map({True: "sensitive", False: "relaxed"})
@@ -88,7 +90,7 @@ def summary(rounds: Any, clients: Any) -> Any:
         closed_form_median=("epsilon_closed_form", "median"),
         participations_mean=("participations", "mean"),
     )
-    table["final_accuracy"] = rounds["test_accuracy"].tail(10).mean()
+    table["final_accuracy"] = round_mean(rounds["test_accuracy"].tail(10)).value
     table["round_active_below_90pct"] = first_round_below(rounds, 0.9, n)
     table["round_active_below_50pct"] = first_round_below(rounds, 0.5, n)
     table["active_at_end"] = rounds["active_clients"].iloc[-1]
@@ -178,10 +180,14 @@ def main() -> None:
     for (label, group), sel in per_seed.groupby(["run", "group"], sort=False):
         cells = [t_interval(sel[m]).format(3) for m in METRICS]
         rows.append([label, group, int(sel["clients"].mean()), *cells])
+    from fedgame.analysis.guarantee import epsilon_kind
+
+    kind = epsilon_kind(read_raw(SCENARIO).get("privacy"))
+    names = [f"{m} ({kind})" if m.startswith("eps_") else m for m in METRICS]
     report.table(
         "summary",
         "Per client group, mean ± 95% CI over seeds",
-        ["run", "group", "clients", *METRICS],
+        ["run", "group", "clients", *names],
         rows,
     )
     report.write()

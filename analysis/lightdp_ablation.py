@@ -186,7 +186,13 @@ def main() -> None:
     report.rows = _shared.run_kept(
         run_one, jobs, args.out, args.workers, fresh=args.fresh, tags=KEYS
     )
-    summarise(report, rows, args)
+    from fedgame.analysis.guarantee import epsilon_header
+
+    eps_head = epsilon_header(
+        "setting (data, model, partition, T, batch/lr, clip, ε)",
+        [j["scenario"]["privacy"] for j in jobs],
+    )
+    summarise(report, rows, args, eps_head)
     report.write()
 
 
@@ -203,7 +209,12 @@ def describe(setting: dict[str, Any], args: Any) -> str:
     )
 
 
-def summarise(report: _shared.Report, rows: list[Row], args: Any) -> None:
+def summarise(
+    report: _shared.Report,
+    rows: list[Row],
+    args: Any,
+    eps_head: str = "setting (data, model, partition, T, batch/lr, clip, ε)",
+) -> None:
     """The ablation table: one line per row, paired LightDP − LDP over seeds."""
     import numpy as np
     import pandas as pd
@@ -243,7 +254,7 @@ def summarise(report: _shared.Report, rows: list[Row], args: Any) -> None:
         [
             "row",
             "change (one at a time)",
-            "setting (data, model, partition, T, batch/lr, clip, ε)",
+            eps_head,
             "d",
             "seeds",
             "no DP %",

@@ -23,7 +23,23 @@ DEFAULTS = _shared.Defaults(seeds=5, rounds=40, quick_seeds=2, quick_rounds=5)
 SIZES = {"clients": 50, "k": 10, "train": 10000, "test": 2000}
 QUICK = {"clients": 12, "k": 4, "train": 1000, "test": 500}
 VARIANTS = ("privacy-aware", "unbiased", "power-of-choice")
-TABLE_IV = {"privacy-aware": 54.80, "unbiased": 16.27, "power-of-choice": 15.39}
+#: Table IV (Fashion-MNIST): s -> (privacy-aware, unbiased, biased = power-of-choice)
+TABLE_IV = {
+    100.0: (53.53, 14.68, 23.63),
+    70.0: (55.26, 16.47, 20.95),
+    30.0: (54.80, 16.27, 15.39),
+    0.0: (48.94, 10.69, 20.37),
+}
+#: the settings reproduce.py reruns the claims on besides the default (other seeds; the
+#: paper's most heterogeneous split, s = 0, on other seeds again)
+HOLDOUTS = (
+    _shared.Holdout("seeds", "other seeds", ("--first-seed", "12345")),
+    _shared.Holdout(
+        "similarity",
+        "s = 0 (no IID share)",
+        ("--similarity", "0", "--first-seed", "777"),
+    ),
+)
 
 
 def _mixture(low_mean: float, high_mean: float) -> dict[str, Any]:
@@ -45,6 +61,7 @@ BUDGETS = {
 
 def build_parser() -> Any:
     p = _shared.parser(NAME, __doc__ or "", DEFAULTS, dataset="fashion_mnist")
+    _shared.add_first_seed(p)
     p.add_argument("--clients", type=int, help=f"N (default {SIZES['clients']})")
     p.add_argument("--k", type=int, help=f"draws per round (default {SIZES['k']})")
     p.add_argument("--train", type=int, help=f"training images (default {SIZES['train']})")
@@ -80,9 +97,11 @@ KEYS = ("budget", "variant", "seed")
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Accuracy (mean of the last 5 rounds) of one cell."""
+    from fedgame.analysis.totals import round_mean
+
     result = _shared.simulate(job["scenario"])
     return {k: job[k] for k in KEYS} | {
-        "accuracy": float(result.rounds["test_accuracy"].iloc[-5:].mean()),
+        "accuracy": round_mean(result.rounds["test_accuracy"].iloc[-5:]).value,
         "status": result.manifest["status"],
     }
 
@@ -102,31 +121,39 @@ def main() -> None:
         common | {"budget": budget, "variant": variant, "seed": seed}
         for budget in BUDGETS
         for variant in VARIANTS
-        for seed in range(args.seeds)
+        for seed in _shared.seed_list(args)
     ]
     for job in jobs:
         job["scenario"] = scenario(base, job)
     _shared.validate_all(j["scenario"] for j in jobs)
     print(
         f"{NAME}: N={size['clients']} K={size['k']} T={args.rounds} s={args.similarity:g}% "
-        f"data={dataset} seeds={args.seeds}: {len(jobs)} runs",
+        f"data={dataset} {_shared.seeds_text(args)}: {len(jobs)} runs",
         flush=True,
     )
-    report = _shared.Report(NAME, args)
+    report = _shared.Report(NAME, args, holdouts=HOLDOUTS)
+    report.setting = (
+        f"{dataset['kind']} {size['train']} images, s = {args.similarity:g} %, "
+        f"N = {size['clients']}, {size['k']} draws, T = {args.rounds}, ηD = {args.eta_d:g}"
+    )
     report.rows = _shared.run_kept(
         run_one, jobs, args.out, args.workers, fresh=args.fresh, tags=KEYS
     )
-    summarise(report)
+    from fedgame.analysis.guarantee import epsilon_kind
+
+    summarise(report, epsilon_kind(jobs[0]["scenario"]["privacy"]))
     report.write()
 
 
-def summarise(report: _shared.Report) -> None:
+def summarise(report: _shared.Report, dp_kind: str = "") -> None:
     """Accuracy table, gains over the best baseline and the paper's claims."""
     import pandas as pd
 
-    from fedgame.analysis.stats import above, magnitude, paired_difference, t_interval
+    from fedgame.analysis.stats import Rule, paired_difference, t_interval
 
     df = pd.DataFrame(report.rows).sort_values("seed")
+    s_pct = float(report.args.similarity)
+    paper = TABLE_IV.get(s_pct)
 
     def acc(budget: str, variant: str) -> list[float]:
         sel = df[(df.budget == budget) & (df.variant == variant)]
@@ -147,28 +174,41 @@ def summarise(report: _shared.Report) -> None:
     report.table(
         "accuracy",
         "Final test accuracy % (mean of the last 5 rounds), mean ± 95% CI over seeds",
-        ["budgets", *VARIANTS, "privacy-aware − best baseline"],
+        [
+            f"ε budgets ({dp_kind})" if dp_kind else "budgets",
+            *VARIANTS,
+            "privacy-aware − best baseline",
+        ],
         rows,
     )
+    above0 = Rule("above", 0.0)
     u01 = "eps ~ U(0, 1)"
     g_u = gain(u01, "unbiased")
     best = best_baseline(u01)
     g_best = gain(u01, best)
+    table = f"Table IV, F-MNIST, s = {s_pct:g}"
     report.claim(
         "u01_vs_unbiased",
         paper="001",
         claim="privacy-aware above unbiased selection, ε ~ U(0, 1)",
-        paper_value="54.80 vs 16.27 (+38.5 pts; Table IV, F-MNIST, s = 30)",
+        paper_value=f"{paper[0]:.2f} vs {paper[1]:.2f} (+{paper[0] - paper[1]:.1f} pts; {table})"
+        if paper
+        else "above unbiased at every s (Tables III-IV)",
         measured=f"+{g_u.format(seeds=True)} pts" if g_u.mean >= 0 else g_u.format(seeds=True),
-        verdict=above(g_u),
+        verdict=above0.verdict(g_u),
+        rule=above0,
+        why_not={v: "the gain is within the seed spread" for v in ("no", "inconclusive")},
     )
+    target = (paper[0] - max(paper[1:])) if paper else 38.53
+    size_rule = Rule("magnitude", round(target, 2))
     report.claim(
         "u01_gain_size",
         paper="001",
-        claim="gain over the best baseline about 38.5 pts, ε ~ U(0, 1)",
-        paper_value="+38.53 pts (Table IV, F-MNIST, s = 30)",
+        claim=f"gain over the best baseline about {target:.1f} pts, ε ~ U(0, 1)",
+        paper_value=f"+{target:.2f} pts ({table})" if paper else "+38.53 pts (Table IV, s = 30)",
         measured=f"{g_best.format(seeds=True)} pts vs {best}",
-        verdict=magnitude(g_best, 38.5),
+        verdict=size_rule.verdict(g_best),
+        rule=size_rule,
         why_not="clients hold about 200 samples here, the paper's about 600 (σ_k ∝ 1/|M_k| at "
         "small ε): in the closest setting (N 100, B 128, full 60k, ηD 1e6) privacy-aware reaches "
         "52.5 % (paper 54.8) but unbiased 30.0 % (paper 16.3; 18 to 46 % over the seeds), a gain "
@@ -192,7 +232,7 @@ def summarise(report: _shared.Report) -> None:
             "seeds; privacy_aware_ablation): with every ε above 1.4 the noise is too small "
             "for the selection to matter for logistic regression (the paper's 4 pts: CIFAR-10)"
             if same
-            else f"{best} is better than the privacy-aware probabilities here"
+            else f"{best} is as good as or better than the privacy-aware probabilities here"
         )
         report.claim(
             f"{key}_gain",
@@ -200,9 +240,34 @@ def summarise(report: _shared.Report) -> None:
             claim=f"privacy-aware above the best baseline, {case}",
             paper_value=f"gain {paper_gain} pts (CIFAR-10, s = 30)",
             measured=f"{g.format(seeds=True)} pts vs {best}",
-            verdict=above(g),
+            verdict=above0.verdict(g),
+            rule=above0,
             why_not=why,
         )
+    report.not_run(
+        "mnist_table3",
+        paper="001",
+        claim="privacy-aware above both baselines on MNIST at every s (up to +40 pts)",
+        paper_value="Table III: 68.71 / 65.12 / 68.50 / 67.63 vs ≤ 35.42 (s = 100 / 70 / 30 / 0)",
+        reason="MNIST's IDX files are not on this machine (run with --dataset mnist --data-path "
+        "DIR); the Fashion-MNIST rows above are Table IV's",
+    )
+    report.not_run(
+        "batch_size",
+        paper="001",
+        claim="a larger batch gives higher accuracy, and privacy-aware wins at every batch size",
+        paper_value="Fig. 5 (B ∈ {32, 64, 128, 256}, s = 30; curves only)",
+        reason="the script runs one batch size (64); privacy_aware_ablation.py's B = 128 row "
+        "is the only other",
+    )
+    report.not_run(
+        "cifar10",
+        paper="001",
+        claim="privacy-aware reaches 32.35 % on CIFAR-10 while the baselines stay below 23 %",
+        paper_value="Fig. 4(c), s = 30",
+        reason="CIFAR-10 is not implemented; Fig. 6's budget laws run on Fashion-MNIST (rows "
+        "case1/case2)",
+    )
 
 
 if __name__ == "__main__":

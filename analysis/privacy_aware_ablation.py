@@ -286,10 +286,12 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """Accuracy (mean of the last 5 rounds) of one scenario."""
     import time
 
+    from fedgame.analysis.totals import round_mean
+
     start = time.perf_counter()
     result = _shared.simulate(job["scenario"])
     return {
-        "accuracy": float(result.rounds["test_accuracy"].iloc[-5:].mean()),
+        "accuracy": round_mean(result.rounds["test_accuracy"].iloc[-5:]).value,
         "status": result.manifest["status"],
         "seconds": round(time.perf_counter() - start, 1),
     }

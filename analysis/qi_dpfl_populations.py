@@ -90,11 +90,13 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     r = result.rounds.sort_values("round")
     half = r[r["round"] > r["round"].max() / 2]
 
-    def mean(col: str) -> float:
-        return float(half[col].mean()) if col in half else float("nan")
+    from fedgame.analysis.totals import round_mean, round_total
 
-    def total(col: str) -> float:
-        return float(r[col].sum()) if col in r else float("nan")
+    def mean(col: str) -> float:  # refused (NaN) when a round of the half has no value
+        return round_mean(half[col]).value if col in half else float("nan")
+
+    def total(col: str) -> float:  # refused (NaN) when a round has no value
+        return round_total(r[col]).value if col in r else float("nan")
 
     kinds = sorted({k for text in r["degenerate_reason"] for k in str(text).split(";") if k})
     summary = {k: job[k] for k in ("lam", "cell", "seed")} | {
@@ -160,14 +162,13 @@ def summarise(report: _shared.Report, lams: list[float]) -> None:
     """One table per λ: every cell beside the no-DP reference."""
     import pandas as pd
 
-    from fedgame.analysis.stats import paired_difference, t_interval
+    from fedgame.analysis.stats import paired_difference
 
     df = pd.DataFrame(report.rows).sort_values("seed")
     plain = df[df.cell == NO_DP]
 
     def ci(values: Any, digits: int, scale: float = 1.0) -> str:
-        vals = [scale * v for v in values]
-        return "–" if all(v != v for v in vals) else t_interval(vals).format(digits)
+        return _shared.interval_cell(values, digits, scale)
 
     for lam in lams:
         at = df[df.lam == lam]

@@ -209,7 +209,10 @@ def main() -> None:
     by_key = {job["key"]: result for job, result in zip(first, kept)}
     done = [by_key[j["key"]] | {"key": j["key"]} for j in jobs]
     report.rows = [{k: v for k, v in r.items() if k != "key"} | cells(r["key"]) for r in done]
-    summarise(report, rows, args, {r["key"]: r for r in done})
+    from fedgame.analysis.guarantee import epsilon_header
+
+    eps_head = epsilon_header("ε", [j["scenario"]["privacy"] for j in jobs])
+    summarise(report, rows, args, {r["key"]: r for r in done}, eps_head)
     report.write()
 
 
@@ -230,7 +233,11 @@ def describe(setting: dict[str, Any], args: Any) -> str:
 
 
 def summarise(
-    report: _shared.Report, rows: list[Row], args: Any, by_key: dict[tuple, dict[str, Any]]
+    report: _shared.Report,
+    rows: list[Row],
+    args: Any,
+    by_key: dict[tuple, dict[str, Any]],
+    eps_head: str = "ε",
 ) -> None:
     """One table per row group (``TITLES``; a group with no row chosen is left out): one line
     per (row, ε)."""
@@ -290,7 +297,7 @@ def summarise(
         "row",
         "change (one at a time, from)",
         "setting (data, ξ1, b, T grid, lr)",
-        "ε",
+        eps_head,
         "seeds",
         "acc. at best T %",
         "best T",

@@ -9,6 +9,12 @@ copies the figures there. Only ``make reproduce`` writes docs/; the default OUT 
 results/. The ``*_ablation`` scripts are each paper's one-change-at-a-time investigation;
 ``--no-ablations`` skips them.
 
+Hold-outs: after a paper script, each of its ``HOLDOUTS`` (other seeds, another data
+heterogeneity; ``_shared.Holdout``) is run with the same flags plus the hold-out's, into
+``OUT/<script>/holdouts/<key>``, and every row of the reproductions table gives the verdict of
+each hold-out beside the default's (and says when they differ: the verdict depends on the
+setting). ``--no-holdouts`` skips them (the rows then say "hold-out not run").
+
 Resumable: every script keeps each simulation's result under ``OUT/<script>/runs/``, keyed by
 its scenario and the code (the git trees of ``fedgame/`` and ``analysis/``, and their
 uncommitted changes if any). An interrupted ``make reproduce`` (Ctrl-C, a lost session), run
@@ -19,11 +25,13 @@ kept run is reused. ``--fresh`` (passed on to every script) reruns everything.
     python analysis/reproduce.py --docs docs            # what make reproduce runs
     python analysis/reproduce.py --docs docs --no-ablations   # the papers' tables only
     python analysis/reproduce.py --docs docs --fresh    # ignore the kept runs
+    python analysis/reproduce.py --docs docs --no-holdouts   # the default settings only
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import shutil
@@ -95,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
         "code reuses the runs kept under OUT/<script>/runs, so an interrupted run resumes",
     )
     p.add_argument(
+        "--no-holdouts",
+        action="store_true",
+        help="skip the paper scripts' hold-out settings (other seeds, another heterogeneity)",
+    )
+    p.add_argument(
         "--no-ablations",
         action="store_true",
         help="skip the *_ablation investigations (their docs tables stay as they are)",
@@ -102,19 +115,94 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def script_command(name: str, args: argparse.Namespace) -> list[str]:
-    cmd = [sys.executable, str(_shared.ROOT / "analysis" / f"{name}.py")]
-    cmd += ["--out", str(args.out / name)]
+def script_args(name: str, args: argparse.Namespace) -> list[str]:
+    """The flags a script runs with (without ``--out``)."""
+    argv: list[str] = []
     for flag in ("seeds", "rounds", "workers"):
         if getattr(args, flag) is not None:
-            cmd += [f"--{flag}", str(getattr(args, flag))]
+            argv += [f"--{flag}", str(getattr(args, flag))]
     if args.quick:
-        cmd.append("--quick")
+        argv.append("--quick")
     if args.fresh:
-        cmd.append("--fresh")
+        argv.append("--fresh")
     if args.dataset and SCRIPTS[name]:
-        cmd += ["--dataset", args.dataset]
-    return cmd
+        argv += ["--dataset", args.dataset]
+    return argv
+
+
+def script_command(name: str, args: argparse.Namespace) -> list[str]:
+    cmd = [sys.executable, str(_shared.ROOT / "analysis" / f"{name}.py")]
+    return [*cmd, "--out", str(args.out / name), *script_args(name, args)]
+
+
+def holdouts_of(name: str) -> tuple[_shared.Holdout, ...]:
+    """A script's ``HOLDOUTS`` (none for the scripts that declare none)."""
+    path = _shared.ROOT / "analysis" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"reproduce_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return tuple(getattr(module, "HOLDOUTS", ()))
+
+
+def holdout_commands(name: str, args: argparse.Namespace) -> list[list[str]]:
+    """One command per hold-out of ``name``: its flags applied to the script's own."""
+    cmd = [sys.executable, str(_shared.ROOT / "analysis" / f"{name}.py")]
+    return [
+        [
+            *cmd,
+            "--out",
+            str(args.out / name / "holdouts" / h.key),
+            *h.applied(script_args(name, args)),
+        ]
+        for h in holdouts_of(name)
+    ]
+
+
+HEADER = [
+    "paper",
+    "claim",
+    "paper's value",
+    "fedgame (mean ± 95% CI over seeds; setting)",
+    "reproduced?",
+    "why not / caveat",
+    "rule",
+    "hold-outs",
+    "command",
+]
+
+
+def holdout_cell(c: dict[str, Any]) -> str:
+    """Each hold-out's verdict (and its measurement where it differs from the default's),
+    then whether the verdict depends on the setting."""
+    if c["verdict"] == "not run":
+        return "–"
+    parts, differs = [], False
+    for h in c.get("holdout_results", []):
+        if h.get("verdict") is None:
+            ran = h.get("ran", False)
+            parts.append(
+                f"{h['label']}: not evaluated (the hold-out's runs do not include this claim's)"
+                if ran
+                else f"{h['label']}: hold-out not run"
+            )
+            continue
+        same = h["verdict"] == c["verdict"]
+        differs |= not same
+        parts.append(
+            f"{h['label']}, {h['seeds']}: {h['verdict']}" + ("" if same else f" ({h['measured']})")
+        )
+    if not parts:
+        return "no hold-out"
+    ran = [h for h in c.get("holdout_results", []) if h.get("verdict") is not None]
+    if differs:
+        tail = "**depends on the setting**"
+    elif ran:
+        tail = "same verdict on every hold-out that evaluates it"
+    else:
+        tail = "no hold-out evaluates it"
+    return "<br>".join([*parts, tail])
 
 
 def claims_table(claims: list[dict[str, Any]], *, link_prefix: str = "") -> str:
@@ -124,27 +212,55 @@ def claims_table(claims: list[dict[str, Any]], *, link_prefix: str = "") -> str:
         short, page = PAGES[c["paper"]]
         paper = f"[{c['paper']} {short}]({link_prefix}{page})"
         verdict = c["verdict"] + (" (preliminary)" if c["preliminary"] else "")
+        why = "; ".join(
+            x for x in (c["why_not"], f"caveat: {c['caveat']}" if c.get("caveat") else "") if x
+        )
+        measured = c["measured"]
+        if c["verdict"] != "not run":
+            measured = f"{measured} ({c['seeds']}; {c['setting']})"
+        commands = [c["command"]] + [
+            h["command"] for h in c.get("holdout_results", []) if h.get("verdict") is not None
+        ]
         rows.append(
             [
                 paper,
                 c["claim"],
                 c["paper_value"],
-                c["measured"],
+                measured,
                 verdict,
-                c["why_not"] or "–",
-                f"`{c['command']}`",
+                why or "–",
+                c["rule"].get("short") or c["rule"]["text"],
+                holdout_cell(c),
+                "; ".join(f"`{x}`" for x in commands),
             ]
         )
-    header = [
-        "paper",
-        "claim",
-        "paper's value",
-        "fedgame (mean ± 95% CI, seeds)",
-        "reproduced?",
-        "why not",
-        "command",
-    ]
-    return _shared.markdown_table(header, rows)
+    return _shared.markdown_table(HEADER, rows)
+
+
+def with_holdouts(folder: Path, claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``claims`` with ``holdout_results``: each declared hold-out's verdict and measurement
+    from ``folder/holdouts/<key>/claims.json`` (``verdict`` None when it was not run)."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for file in sorted((folder / "holdouts").glob("*/claims.json")):
+        rows = json.loads(file.read_text(encoding="utf-8"))
+        found[file.parent.name] = {r["key"]: r for r in rows}
+    out = []
+    for c in claims:
+        results = []
+        for h in c.get("holdouts", []):
+            got = found.get(h["key"], {}).get(c["key"])
+            results.append(
+                h
+                | {
+                    "verdict": got["verdict"] if got else None,
+                    "measured": got["measured"] if got else "",
+                    "seeds": got["seeds"] if got else "",
+                    "ran": h["key"] in found,
+                    "command": got["command"] if got else h["command"],
+                }
+            )
+        out.append(c | {"holdout_results": results})
+    return out
 
 
 def collect(out: Path) -> tuple[dict[str, str], list[dict[str, Any]], list[Path]]:
@@ -157,7 +273,8 @@ def collect(out: Path) -> tuple[dict[str, str], list[dict[str, Any]], list[Path]
         for file in sorted((folder / "tables").glob("*.md")):
             tables[f"{name}/{file.stem}"] = file.read_text(encoding="utf-8").rstrip("\n")
         if (folder / "claims.json").is_file():
-            claims += json.loads((folder / "claims.json").read_text(encoding="utf-8"))
+            own = json.loads((folder / "claims.json").read_text(encoding="utf-8"))
+            claims += with_holdouts(folder, own)
         figures += sorted((folder / "figures").glob("*.png"))
     order = {p: i for i, p in enumerate(PAGES)}
     claims.sort(key=lambda c: order[c["paper"]])
@@ -190,11 +307,14 @@ def main() -> None:
     names = selected(args)
     if not args.no_run:
         for name in names:
-            cmd = script_command(name, args)
-            print(f"$ {' '.join(cmd[1:])}", flush=True)
-            if subprocess.run(cmd, check=False).returncode != 0:
-                print(f"reproduce: {name} failed; docs left unchanged", file=sys.stderr)
-                sys.exit(1)
+            cmds = [script_command(name, args)]
+            if not args.no_holdouts:
+                cmds += holdout_commands(name, args)
+            for cmd in cmds:
+                print(f"$ {' '.join(cmd[1:])}", flush=True)
+                if subprocess.run(cmd, check=False).returncode != 0:
+                    print(f"reproduce: {name} failed; docs left unchanged", file=sys.stderr)
+                    sys.exit(1)
     tables, claims, figures = collect(args.out)
     tables["reproductions/claims"] = claims_table(claims)
     (args.out / "reproductions_table.md").write_text(tables["reproductions/claims"] + "\n")

@@ -75,12 +75,14 @@ def per_run(rounds: Any, keys: list[str]) -> Any:
     import numpy as np
     import pandas as pd
 
+    from fedgame.analysis.totals import round_mean
+
     rows = []
     for run_id, r in rounds.sort_values("round").groupby("run_id", sort=False):
         half = r[r["round"] > r["round"].max() / 2]
 
-        def mean(col: str, frame: Any = half) -> float:
-            return float(frame[col].mean()) if col in frame else float("nan")
+        def mean(col: str, frame: Any = half) -> float:  # NaN if a round has no value
+            return round_mean(frame[col]).value if col in frame else float("nan")
 
         reasons = sorted(
             {
@@ -145,10 +147,10 @@ def main() -> None:
 
 def summarise(report: _shared.Report, runs: Any, plain: Any) -> None:
     """The cell table, the paired learning − best_response table and the degeneracy count."""
-    from fedgame.analysis.stats import paired_difference, t_interval
+    from fedgame.analysis.stats import paired_difference
 
     def ci(values: Any, digits: int, scale: float = 1.0) -> str:
-        return t_interval([scale * v for v in values]).format(digits)
+        return _shared.interval_cell(values, digits, scale)
 
     rows = []
     for (p, topo, policy), cell in runs.groupby(KEYS, sort=True):

@@ -12,7 +12,9 @@ accuracy, as ``stretch_accuracy``: its mean over the converged stretch). Beside 
 run, converged or not, gives ``final_accuracy`` (the last round's test accuracy), named apart
 because a stretch that starts early averages accuracies far below the final one. Missing
 columns are skipped, so the functions work on any sweep. :func:`tail_means` keeps the plain
-mean of the last rounds, for comparison.
+mean of the last rounds, for comparison. A mean over rounds of which one has no value (NaN:
+e.g. the server cost or ``eq_distance`` of a round without a delivered budget) is NaN, never
+a mean over the other rounds (:mod:`fedgame.analysis.totals`).
 
 A converged run's ``trend`` is the growth per round its play settled around (0 when R and Σρ
 are stationary as they are; QI-DPFL's discounting leader: about π^(−1/2) − 1,
@@ -29,6 +31,7 @@ import pandas as pd
 
 from fedgame.analysis.convergence import Criteria, detect
 from fedgame.analysis.summary import aggregate
+from fedgame.analysis.totals import round_mean
 
 #: per-round columns read when present, in display order
 EQUILIBRIUM_COLUMNS = (
@@ -63,7 +66,8 @@ def tail_means(rounds: pd.DataFrame, *, last: int = 5) -> pd.DataFrame:
     frame = with_participation(rounds)
     cols = [c for c in EQUILIBRIUM_COLUMNS if c in frame]
     tail = frame.sort_values("round").groupby("run_id", sort=False).tail(last)
-    return tail.groupby("run_id", sort=False)[cols].mean().reset_index()
+    means = tail.groupby("run_id", sort=False)[cols].agg(lambda x: round_mean(x).value)
+    return means.reset_index()
 
 
 def settled_means(rounds: pd.DataFrame, criteria: Criteria | None = None) -> pd.DataFrame:
@@ -88,7 +92,7 @@ def settled_means(rounds: pd.DataFrame, criteria: Criteria | None = None) -> pd.
         }
         stretch = run[run["round"] >= verdict.round] if verdict.converged else run.iloc[:0]
         row |= {
-            name: float(stretch[c].mean()) if len(stretch) else math.nan
+            name: round_mean(stretch[c]).value if len(stretch) else math.nan
             for c, name in zip(cols, names)
         }
         if final:

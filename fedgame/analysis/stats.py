@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -100,10 +100,17 @@ def t_interval(values: Iterable[float], confidence: float = 0.95) -> Interval:
 
 
 def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> Interval:
-    """t-interval of the per-seed differences ``a[i] - b[i]`` (same seeds, same order)."""
+    """t-interval of the per-seed differences ``a[i] - b[i]`` (same seeds, same order).
+
+    A seed whose difference is missing (NaN: a refused total) is not dropped: the whole
+    interval is then undefined (mean and half-width NaN, ``n`` every seed), so every verdict
+    on it is ``inconclusive``.
+    """
     if len(a) != len(b):
         raise ValueError(f"paired arms need equal lengths, got {len(a)} and {len(b)}")
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if not np.all(np.isfinite(diff)):
+        return Interval(math.nan, math.nan, int(diff.size), confidence)
     return t_interval(diff, confidence)
 
 
@@ -152,3 +159,101 @@ def all_of(verdicts: Iterable[Verdict]) -> Verdict:
     if seen and all(v in ("yes", "partly") for v in seen):
         return "partly"
     return "inconclusive"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A claim's verdict rule as data: its kind, threshold and the sentences the docs print.
+
+    ``kind`` is ``above`` (threshold: the margin), ``within`` (the tolerance), ``magnitude``
+    (the paper's gain) or a script's own rule (``custom`` then says all of it); ``unit`` is
+    the unit of the threshold. ``scope`` says over which settings of one claim the verdicts
+    combine (:func:`all_of`, :meth:`every`) and ``guards`` add conditions (:meth:`also`).
+    :meth:`verdict` applies the three built-in kinds to an interval; :attr:`text` is the whole
+    rule in words and :attr:`short` the compact form a table row prints (margin included).
+    """
+
+    kind: str
+    threshold: float | None = None
+    unit: str = "pts"
+    custom: str = ""
+    scope: str = ""
+    guards: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("above", "within", "magnitude") and not self.custom:
+            raise ValueError(f"a rule of kind {self.kind!r} needs its text (custom)")
+        if self.kind in ("above", "within", "magnitude") and self.threshold is None:
+            raise ValueError(f"a rule of kind {self.kind!r} needs its threshold")
+
+    def _parts(self, base: str) -> str:
+        scope = (
+            f"; at every {self.scope}: yes if all are yes, no if any is no" if self.scope else ""
+        )
+        return base + scope + "".join(f"; {g}" for g in self.guards)
+
+    @property
+    def text(self) -> str:
+        """The rule in words."""
+        t, u = self.threshold, f" {self.unit}" if self.unit else ""
+        ci = "the 95% paired t-interval of A − B over seeds"
+        if self.kind == "above":
+            base = (
+                f"yes when {ci} lies wholly above {t:g}{u}, no when wholly below it (or A − B "
+                f"= {t:g} on every seed), else inconclusive"
+            )
+        elif self.kind == "within":
+            base = (
+                f"yes when {ci} lies inside ±{t:g}{u}, no when wholly outside it, else inconclusive"
+            )
+        elif self.kind == "magnitude":
+            base = (
+                f"yes when {ci} lies wholly above 0 and reaches the paper's {t:g}{u}, partly "
+                "when above 0 but wholly below it, no when wholly below 0, else inconclusive"
+            )
+        else:
+            base = self.custom
+        return self._parts(base)
+
+    @property
+    def short(self) -> str:
+        """The compact form: ``A − B > 0 pts (95% CI)``, ``|A − B| < 1 pts (95% CI)``, ..."""
+        t, u = self.threshold, f" {self.unit}" if self.unit else ""
+        if self.kind == "above":
+            base = f"A − B > {t:g}{u} (95% CI wholly above)"
+        elif self.kind == "within":
+            base = f"A − B within ±{t:g}{u} (95% CI wholly inside)"
+        elif self.kind == "magnitude":
+            base = f"A − B > 0 (95% CI) and reaching {t:g}{u}, else partly"
+        else:
+            base = self.custom
+        return self._parts(base)
+
+    def verdict(self, diff: Interval) -> Verdict:
+        """The verdict of a built-in rule on the interval of A − B."""
+        assert self.threshold is not None, self.kind
+        if self.kind == "above":
+            return above(diff, self.threshold)
+        if self.kind == "within":
+            return within(diff, self.threshold)
+        if self.kind == "magnitude":
+            return magnitude(diff, self.threshold)
+        raise ValueError(f"rule {self.kind!r} has no built-in verdict")
+
+    def every(self, over: str) -> Rule:
+        """The same rule applied at every ``over`` (e.g. "ε"), combined by :func:`all_of`."""
+        return replace(self, scope=over)
+
+    def also(self, sentence: str) -> Rule:
+        """The rule with one more condition (a guard, e.g. an arm at chance level)."""
+        return replace(self, guards=(*self.guards, sentence))
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON form (claims.json): kind, threshold, unit, the text and the short form."""
+        return {
+            "kind": self.kind,
+            "threshold": self.threshold,
+            "unit": self.unit,
+            "text": self.text,
+            "short": self.short,
+        }

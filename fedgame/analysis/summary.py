@@ -24,6 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from fedgame.analysis.stats import t_interval
+from fedgame.analysis.totals import round_total
 
 #: optional per-round columns summarised when present: column -> how a run is reduced
 OPTIONAL_FINAL = ("reward", "sum_rho", "welfare", "nash_gap_max", "server_utility")
@@ -120,7 +121,9 @@ def run_metrics(
     ``rounds_to_target`` is NaN for a run that never reached ``target``; ``rounds_run`` (the
     run's last round) is its horizon, where such a run is censored. ``server_cost`` is the
     ``server_cost`` column summed when present, else the total payments (``reward_total``
-    summed). ε quantiles come from the clients' final-round ``epsilon_spent``.
+    summed); a total with an undefined round is NaN (refused, see
+    :mod:`fedgame.analysis.totals`), never a sum over the other rounds. ε quantiles come from
+    the clients' final-round ``epsilon_spent``.
     """
     rows = []
     for run_id, run in rounds.sort_values("round").groupby("run_id", sort=False):
@@ -131,14 +134,14 @@ def run_metrics(
             "final_accuracy": float(last["test_accuracy"]),
             "rounds_to_target": rounds_to_target(run["test_accuracy"].tolist(), target=target),
             "rounds_run": float(last["round"]),
-            "total_reward": float(run.get("reward_total", pd.Series([0.0])).sum()),
+            "total_reward": round_total(run.get("reward_total", pd.Series([0.0]))).value,
             "final_epsilon_mean": float(last.get("epsilon_spent_mean", np.nan)),
             "final_epsilon_max": float(last.get("epsilon_spent_max", np.nan)),
             "participation_rate": float((run["participants"] / n).mean()),
             "upload_rate": float((run["uploaded"] / n).mean()),
         }
         cost = run["server_cost"] if "server_cost" in run else run.get("reward_total")
-        row["server_cost"] = float(cost.sum()) if cost is not None else math.nan
+        row["server_cost"] = round_total(cost).value if cost is not None else math.nan
         for col in OPTIONAL_FINAL:
             if col in run and run[col].notna().any():
                 row[col] = float(run[col].dropna().iloc[-1])

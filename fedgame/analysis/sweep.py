@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from fedgame.analysis.totals import round_total
 from fedgame.errors import FedGameError
 
 #: run statuses that count as finished (a resumed sweep skips them)
@@ -169,7 +170,7 @@ def final_metrics(rounds: pd.DataFrame) -> pd.DataFrame:
     if "epsilon_spent_mean" in rounds:
         out["final_epsilon_mean"] = g["epsilon_spent_mean"].last()
     if "reward_total" in rounds:
-        out["total_reward"] = g["reward_total"].sum()
+        out["total_reward"] = g["reward_total"].agg(lambda x: round_total(x).value)
     if "participants" in rounds and "num_clients" in rounds:
         rate = rounds["participants"] / rounds["num_clients"]
         out["participation_rate"] = rate.groupby(rounds["run_id"]).mean()

@@ -53,31 +53,56 @@ def reproduction_rows():
 
 def test_reproductions_table_has_the_columns_and_all_papers():
     header, rows = reproduction_rows()
-    assert header[:6] == [
+    assert header == [
         "paper",
         "claim",
         "paper's value",
-        "fedgame (mean ± 95% CI, seeds)",
+        "fedgame (mean ± 95% CI over seeds; setting)",
         "reproduced?",
-        "why not",
+        "why not / caveat",
+        "rule",
+        "hold-outs",
+        "command",
     ]
     papers = {re.match(r"\[(\d{3}) ", row[0]).group(1) for row in rows}
     assert papers == {"000", "001", "002", "003", "004"}
 
 
 def test_every_reproductions_row_names_a_command_that_parses():
+    """Each row: its commands parse (the default's first, then each hold-out's), a verdict
+    from the rules, a reason unless yes, a rule, and its hold-outs' verdicts (or "–" for a
+    claim not run)."""
     header, rows = reproduction_rows()
     col = header.index("command")
     for row in rows:
-        command = row[col].strip("`")
-        parses(command)
+        commands = re.findall(r"`([^`]+)`", row[col])
+        assert commands, row
+        for command in commands:
+            parses(command)
         link = re.search(r"\]\(([\w.]+\.md)\)", row[0]).group(1)
         assert (DOCS / link).is_file(), row[0]
         verdict = row[header.index("reproduced?")]
-        assert verdict.split(" ")[0] in {"yes", "partly", "no", "inconclusive"}
-        assert ("(preliminary)" in verdict) == ("--quick" in command)
+        assert re.match(r"(yes|partly|no|inconclusive|not run)\b", verdict), verdict
+        assert ("(preliminary)" in verdict) == ("--quick" in commands[0])
         if not verdict.startswith("yes"):
-            assert row[header.index("why not")] not in ("", "–"), row
+            assert row[header.index("why not / caveat")] not in ("", "–"), row
+        holdouts = row[header.index("hold-outs")]
+        if verdict.startswith("not run"):
+            assert holdouts == "–" and row[header.index("rule")] == "–"
+            continue
+        assert len(row[header.index("rule")]) > 15, row
+        entries = holdouts.split("<br>")[:-1]  # the last part says whether they agree
+        assert len(entries) >= 2, row  # at least two hold-out settings
+        assert "hold-out not run" not in holdouts, row
+        evaluated = [e for e in entries if "not evaluated" not in e]
+        assert all(re.search(r", seeds \d+-\d+: ", e) for e in evaluated), row
+        assert len(commands) == 1 + len(evaluated), row  # the default's and each hold-out's
+
+
+def test_every_paper_has_rows_and_not_run_rows_say_why():
+    header, rows = reproduction_rows()
+    reasons = [r[header.index("why not / caveat")] for r in rows if r[4].startswith("not run")]
+    assert reasons and all(len(r) > 20 for r in reasons)
 
 
 def test_measured_tables_live_in_generated_blocks():

@@ -7,12 +7,14 @@ The module runs on one pytest-xdist worker (group ``analysis_scripts``): its tes
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from scripts_helpers import ANALYSIS, REPO, SCRIPTS, WITH_DATASET, load, parse_command, run
@@ -22,7 +24,9 @@ from fedgame.errors import ScenarioError
 pytestmark = pytest.mark.xdist_group("analysis_scripts")
 
 QUICK = [s for s in SCRIPTS if s != "reproduce"]
-VERDICTS = {"yes", "partly", "no", "inconclusive"}
+VERDICTS = {"yes", "partly", "no", "inconclusive", "not run"}
+#: the scripts whose claims form docs/reproductions.md
+PAPER_SCRIPTS = ("dpfl_bcs", "privacy_aware", "queries_replies", "qi_dpfl", "lightdp")
 
 
 def quick_args(name: str) -> list[str]:
@@ -90,6 +94,20 @@ def test_quick_run_writes_tables_claims_and_runs(quick, name):
         assert claim["command"] == " ".join(["python", f"analysis/{name}.py", *quick_args(name)])
         assert claim["paper"] in {"000", "001", "002", "003", "004"}
         assert claim["verdict"] == "yes" or claim["why_not"]
+        assert claim["seeds"] == "seeds 0-1" and claim["setting"]
+        if claim["verdict"] == "not run":
+            assert claim["measured"] == "not run"
+            continue
+        rule = claim["rule"]
+        assert rule["kind"] and len(rule["text"]) > 40
+        if rule["kind"] in ("above", "within", "magnitude"):
+            assert f"{rule['threshold']:g}" in rule["text"]  # the margin is stated
+        assert len(claim["holdouts"]) >= 2
+        for holdout in claim["holdouts"]:  # the same quick command on other settings
+            hold, argv = parse_command(holdout["command"])
+            assert hold == name and argv[: len(quick_args(name))] == quick_args(name)
+            assert "--first-seed" in argv
+            load(name).build_parser().parse_args(argv)
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) > 0
     if "seed" in runs:
@@ -102,6 +120,57 @@ def test_paper_scripts_make_claims(quick):
     for name in WITH_DATASET:
         papers |= {c["paper"] for c in json.loads((done[name][1] / "claims.json").read_text())}
     assert papers == {"000", "001", "002", "003", "004"}
+
+
+def test_the_issue_31_statements_follow_their_tables(quick):
+    """The rewritten rows: LightDP above LDP has its own margin-0 row beside the 15-point one,
+    the plain '> 15' rule names its margin, the LM comparison has a chance-level guard, the
+    headline claims never run are rows marked so."""
+    _, done = quick
+
+    def claims(name):
+        return {c["key"]: c for c in json.loads((done[name][1] / "claims.json").read_text())}
+
+    light = claims("lightdp")
+    assert light["lightdp/lightdp_above_ldp"]["rule"]["threshold"] == 0.0
+    assert light["lightdp/lightdp_vs_ldp"]["rule"]["threshold"] == 15.0
+    assert "15 pts" in light["lightdp/lightdp_vs_ldp"]["rule"]["text"]
+    assert light["lightdp/he_time"]["verdict"] == "not run"
+    bcs = claims("dpfl_bcs")
+    assert "chance" in bcs["dpfl_bcs/lm_worse_than_gm"]["rule"]["text"]
+    assert bcs["dpfl_bcs/small_alpha_gain"]["verdict"] != "not run"  # Fig. 5's α end is run
+    assert (
+        "plateau"
+        in claims("queries_replies")["queries_replies/t_star_near_peak_eps_5"]["rule"]["text"]
+    )
+    qi = claims("qi_dpfl")
+    assert "uninformative" in qi["qi_dpfl/qi_close_to_max_lam_0.01"]["rule"]["text"]
+    assert "same rounds" in qi["qi_dpfl/cost_order"]["rule"]["text"]
+
+
+def test_a_budget_exhausting_run_refuses_its_total_cost(tmp_path):
+    """qi_dpfl with an ε budget of 3 (seeds 777-778): Max-select's clients spend it before
+    the last round, so its Eq. 15 cost is undefined there. The total is refused (n/a in the
+    table, NaN in runs.csv), never the sum of the other rounds, and the cost ordering
+    compares the arms over the rounds all three had an upload."""
+    argv = ["--quick", "--dataset", "digits", "--lam", "1", "--first-seed", "777"]
+    argv += ["--set", "population.budget.epsilon=3", "--out", str(tmp_path)]
+    proc = run("qi_dpfl", *argv)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = pd.read_csv(tmp_path / "runs.csv")
+    assert set(runs["seed"]) == {777, 778}
+    game = runs[runs["cell"] == "Max-select (max + emd)"]
+    assert (game["rounds_without_upload"] > 0).all()
+    assert game["server_cost"].isna().all() and (game["cost_rounds_missing"] > 0).all()
+    costs = [[float(x) for x in c.strip("[]").split(",")] for c in game["cost_by_round"]]
+    assert all(any(math.isnan(x) for x in c) and math.isfinite(np.nansum(c)) for c in costs)
+    table = (tmp_path / "tables" / "lam_1.md").read_text()
+    max_row = next(line for line in table.splitlines() if line.startswith("| Max-select"))
+    assert "n/a (refused on 2 of 2 seeds)" in max_row
+    claims = {c["key"]: c for c in json.loads((tmp_path / "claims.json").read_text())}
+    order = claims["qi_dpfl/cost_order"]
+    assert "over the fewest common rounds" in order["measured"]
+    assert "Max-select" in order["caveat"] and order["seeds"] == "seeds 777-778"
 
 
 def test_figures_are_written(quick):
@@ -240,6 +309,78 @@ def test_reproduce_splices_every_block_into_a_docs_copy(quick, tmp_path):
     assert (root / "reproductions_table.md").is_file()
 
 
+def test_holdouts_apply_their_flags_to_the_runs_own():
+    shared = load("_shared")
+    hold = shared.Holdout("alpha", "α = 0.3", ("--alpha", "0.3", "--first-seed", "777"))
+    argv = ["--quick", "--alpha", "1", "--first-seed=5", "--dataset", "digits"]
+    assert hold.applied(argv) == [
+        "--quick",
+        "--dataset",
+        "digits",
+        "--alpha",
+        "0.3",
+        "--first-seed",
+        "777",
+    ]
+    assert hold.as_dict("qi_dpfl", ["--out", "x", "--quick"])["command"] == (
+        "python analysis/qi_dpfl.py --quick --alpha 0.3 --first-seed 777"
+    )
+    reproduce = load("reproduce")
+    args = reproduce.build_parser().parse_args(["--quick", "--dataset", "digits", "--out", "o"])
+    cmds = reproduce.holdout_commands("qi_dpfl", args)
+    assert len(cmds) == len(load("qi_dpfl").HOLDOUTS) >= 2
+    for cmd, h in zip(cmds, load("qi_dpfl").HOLDOUTS):
+        assert cmd[cmd.index("--out") + 1] == str(Path("o") / "qi_dpfl" / "holdouts" / h.key)
+        assert {"--quick", "--dataset", "digits", *h.argv} <= set(cmd)
+
+
+def test_the_reproductions_table_gives_each_holdout_verdict(tmp_path):
+    """A row shows each hold-out's verdict, its measurement where it differs, and says when
+    the verdict depends on the setting; a hold-out never run says so."""
+    reproduce = load("reproduce")
+    rule = {"kind": "above", "threshold": 0.0, "unit": "pts", "text": "long", "short": "A > B"}
+    holds = [
+        {"key": "seeds", "label": "other seeds", "command": "python analysis/lightdp.py"},
+        {"key": "alpha", "label": "α = 0.3", "command": "python analysis/lightdp.py --alpha 0.3"},
+    ]
+
+    def claim(key, verdict, measured):
+        return {
+            "key": f"lightdp/{key}",
+            "paper": "004",
+            "claim": key,
+            "paper_value": "v",
+            "measured": measured,
+            "verdict": verdict,
+            "why_not": "" if verdict == "yes" else "because",
+            "caveat": "",
+            "rule": rule,
+            "seeds": "seeds 0-4",
+            "setting": "digits",
+            "holdouts": holds,
+            "command": "python analysis/lightdp.py",
+            "preliminary": False,
+        }
+
+    folder = tmp_path / "lightdp"
+    (folder / "holdouts" / "alpha").mkdir(parents=True)
+    main = [claim("a", "yes", "1 ± 0.5"), claim("b", "yes", "2 ± 0.5")]
+    (folder / "claims.json").write_text(json.dumps(main))
+    held = [claim("a", "yes", "0.8 ± 0.3"), claim("b", "no", "-1.0 ± 0.2")]
+    for c in held:
+        c |= {"seeds": "seeds 777-781", "command": "python analysis/lightdp.py --alpha 0.3"}
+    (folder / "holdouts" / "alpha" / "claims.json").write_text(json.dumps(held))
+    _, claims, _ = reproduce.collect(tmp_path)
+    table = reproduce.claims_table(claims)
+    row_a, row_b = (line for line in table.splitlines() if line.startswith("| [004"))
+    assert "other seeds: hold-out not run" in row_a and "α = 0.3, seeds 777-781: yes" in row_a
+    assert "depends on the setting" not in row_a
+    assert "α = 0.3, seeds 777-781: no (-1.0 ± 0.2)" in row_b
+    assert "**depends on the setting**" in row_b
+    assert "`python analysis/lightdp.py --alpha 0.3`" in row_b
+    assert "| A > B |" in row_a and "(seeds 0-4; digits)" in row_a
+
+
 def test_reproduce_runs_every_ablation_unless_told_not_to():
     reproduce = load("reproduce")
     ablations = {s for s in SCRIPTS if s.endswith("_ablation")}
@@ -271,6 +412,21 @@ def test_bad_override_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "training.lr" in proc.stderr
     assert not out.exists()
+
+
+def test_dpfl_bcs_runs_the_mechanisms_asked_for(tmp_path):
+    """--mechs GM (the hold-outs') runs no Laplace arm and makes no Laplace claim; an unknown
+    mechanism is a one-line error before anything runs."""
+    proc = run("dpfl_bcs", "--quick", "--dataset", "digits", "--mechs", "GM,XM")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "--mechs" in proc.stderr and "GM, LM" in proc.stderr
+    proc = run(
+        "dpfl_bcs", "--quick", "--dataset", "digits", "--mechs", "GM", "--out", str(tmp_path)
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert set(pd.read_csv(tmp_path / "runs.csv")["mech"]) == {"GM", "-"}
+    keys = {c["key"] for c in json.loads((tmp_path / "claims.json").read_text())}
+    assert "dpfl_bcs/gm_bcs_vs_weiavg" in keys and not any("lm_" in k for k in keys)
 
 
 def test_bad_flag_is_argparse_exit_2():

@@ -93,3 +93,33 @@ def test_verdict_rules():
     assert all_of(["yes", "inconclusive"]) == "inconclusive"
     assert all_of(["inconclusive", "no"]) == "no"
     assert all_of([]) == "inconclusive"
+
+
+def test_a_rule_states_its_margin_and_applies_it():
+    """The text a claims row prints and the verdict it gives come from one Rule object."""
+    from fedgame.analysis.stats import Rule
+
+    margin = Rule("above", 15.0)
+    assert "above 15 pts" in margin.text and "A − B > 15 pts" in margin.short
+    gap = Interval(10.0, 2.0, 5)  # significantly positive, wholly below 15
+    assert margin.verdict(gap) == "no" and Rule("above", 0.0).verdict(gap) == "yes"
+    assert Rule("within", 1.0).verdict(Interval(-0.05, 0.15, 5)) == "yes"
+    assert Rule("magnitude", 38.5).verdict(Interval(16.1, 8.3, 5)) == "partly"
+    every = margin.every("ε").also("an arm at chance is inconclusive")
+    assert every.text.startswith(margin.text)
+    assert "at every ε" in every.text and every.text.endswith("an arm at chance is inconclusive")
+    assert every.verdict(gap) == "no"  # scope and guards are words; the test is the kind's
+    data = every.as_dict()
+    assert data["threshold"] == 15.0 and data["text"] == every.text and data["short"]
+    assert Rule("peak", custom="a peak rule").text == "a peak rule"
+    with pytest.raises(ValueError):
+        Rule("peak")
+    with pytest.raises(ValueError):
+        Rule("above")
+
+
+def test_a_seed_with_a_refused_value_makes_the_paired_interval_undefined():
+    """A NaN (a refused total) on one seed is not dropped from a paired comparison."""
+    iv = paired_difference([1.0, 2.0, math.nan], [0.0, 0.5, 1.0])
+    assert iv.n == 3 and not iv.defined and math.isnan(iv.mean)
+    assert above(iv) == "inconclusive" and iv.format(seeds=True) == "n/a (n=3)"
