@@ -66,7 +66,8 @@ def run(
         raise ScenarioError("replicate", replicate, "an integer >= 0")
     data, file = scenario_data(scenario, **keys)
     resolved = validate(data, file=file)
-    preflight(resolved, out=out, out_key="out", file=file)
+    for line in preflight(resolved, out=out, out_key="out", file=file).warnings(file):
+        warnings.warn(line, UserWarning, stacklevel=2)
     return simulate(
         resolved,
         out_dir=None if out is None else Path(out),
@@ -106,6 +107,8 @@ def sweep(
 
     data, file = scenario_data(scenario, **keys)
     plan = plan_from_data(data, grid=grid, replicates=replicates, out=out, file=file)
+    for line in plan.idle:
+        warnings.warn(line, UserWarning, stacklevel=2)
     summary = run_sweep(
         plan, executor=executor, workers=workers, address=address, progress=progress
     )

@@ -242,7 +242,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.replicate < 0:
         raise ScenarioError("--replicate", args.replicate, "an integer >= 0")
     out, out_key = (args.out, "--out") if args.out else (scenario.output.dir, "output.dir")
-    preflight(scenario, out=out, out_key=out_key, file=args.file)
+    checked = preflight(scenario, out=out, out_key=out_key, file=args.file)
+    _print_warnings(checked.warnings(args.file))
     if args.quiet:
         warnings.simplefilter("ignore")
     try:
@@ -321,6 +322,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"fedgame: {err}", file=sys.stderr)
             failed += 1
         else:
+            _print_warnings(report.warnings(file))
             print(
                 f"{file}: ok ({scenario.name}, {scenario.population.clients} clients, "
                 f"{scenario.rounds} rounds, {report.device}, memory about "
@@ -395,12 +397,18 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         config = {"replay": str(runs[-1].resolve())}
     else:
         scenario = load_scenario(target, args.overrides)
-        preflight(scenario, file=args.target)
+        _print_warnings(preflight(scenario, file=args.target).warnings(args.target))
         config = {"scenario": str(target.resolve()), "overrides": list(args.overrides)}
     from fedgame.viz.serve import serve
 
     serve(config, host=args.host, port=args.port)
     return 0
+
+
+def _print_warnings(lines: Sequence[str]) -> None:
+    """``fedgame: warning: LINE`` on stderr for each line (also under ``--quiet``)."""
+    for line in lines:
+        print(f"fedgame: warning: {line}", file=sys.stderr)
 
 
 def _format_warning(

@@ -94,6 +94,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         replicates=args.replicates,
         out=args.out,
     )
+    for line in plan.idle:
+        print(f"fedgame: warning: {line}", file=sys.stderr)
     if args.quiet:
         warnings.simplefilter("ignore")
     try:

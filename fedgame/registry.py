@@ -16,7 +16,7 @@ ones, on first use of the registry) and from the modules a scenario lists under 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -111,6 +111,12 @@ class EmptyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+#: the scenario keys outside its own section that a plug-in reads (dotted paths, e.g.
+#: ``"population.privacy_value"``): a fixed collection, or a function of the plug-in's
+#: validated config and the scenario (a fault model reads the graph only when edges fail)
+Reads = Collection[str] | Callable[[Any, Any], Iterable[str]]
+
+
 @dataclass(frozen=True)
 class Entry:
     """One registered plug-in."""
@@ -122,10 +128,17 @@ class Entry:
     #: where it came from: ``built-in``, ``entry point NAME (DIST)``, ``scenario module M``,
     #: or ``module M`` (registered by code that imported fedgame, e.g. a notebook)
     origin: str = BUILT_IN
+    #: the scenario keys outside its own section it reads (``register(..., reads=...)``)
+    reads: Reads = ()
 
     @property
     def doc(self) -> str:
         return (self.cls.__doc__ or "").strip().splitlines()[0] if self.cls.__doc__ else ""
+
+    def keys_read(self, config: Any, scenario: Any) -> frozenset[str]:
+        """The scenario keys this plug-in reads with ``config`` in ``scenario``."""
+        reads = self.reads(config, scenario) if callable(self.reads) else self.reads
+        return frozenset(reads)
 
 
 _REGISTRY: dict[str, dict[str, Entry]] = {f: {} for f in FAMILIES}
@@ -152,8 +165,16 @@ def _origin_of(cls: type) -> str:
     return BUILT_IN if module == "fedgame" or module.startswith("fedgame.") else f"module {module}"
 
 
-def register(family: str, name: str) -> Callable[[type[T]], type[T]]:
-    """Class decorator registering a plug-in under ``family``/``name``."""
+def register(family: str, name: str, *, reads: Reads = ()) -> Callable[[type[T]], type[T]]:
+    """Class decorator registering a plug-in under ``family``/``name``.
+
+    ``reads`` declares the scenario keys outside the plug-in's own section that it reads
+    (``population.privacy_value``, ``network.topology``, ``game.cartel``, ...; or a function
+    ``(config, scenario) -> keys``): validation warns about a key set in a scenario that no
+    chosen plug-in reads (:mod:`fedgame.scenario.effects`).
+    """
+    if isinstance(reads, str):
+        raise TypeError(f"reads= takes a collection of dotted keys, not the string {reads!r}")
     if family not in _REGISTRY:
         raise ValueError(f"unknown plug-in family {family!r}; families: {', '.join(FAMILIES)}")
 
@@ -169,7 +190,7 @@ def register(family: str, name: str) -> Callable[[type[T]], type[T]]:
             raise ValueError(f"{family} plug-in {name!r} registered twice")
         config = getattr(cls, "Config", EmptyConfig)
         origin = existing.origin if existing is not None else _origin_of(cls)
-        _REGISTRY[family][name] = Entry(family, name, cls, config, origin)
+        _REGISTRY[family][name] = Entry(family, name, cls, config, origin, reads)
         return cls
 
     return decorate

@@ -91,6 +91,7 @@ def test_a_run_time_data_error_names_file_and_dotted_key(tiny, write_scenario, t
         body = bytes(40 if name.startswith("train-images") else int(np.prod(shape)))
         (folder / name).write_bytes(header + body)  # the training images stop short
     tiny["population"]["clients"] = 4
+    del tiny["population"]["privacy_value"]  # no chosen plug-in reads it: a warning line
     tiny["selection"]["k"] = 2
     tiny["data"]["dataset"] = {"kind": "mnist", "path": str(folder)}
     path = write_scenario(tiny)

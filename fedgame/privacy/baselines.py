@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, PositiveInt
 
+from fedgame import reads
 from fedgame.game import lightdp as ld
 from fedgame.mechanisms.base import BoundsStragglers
 from fedgame.privacy.base import PrivacyPlan, gaussian_noise
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     import torch
 
 
-@register("privacy", "ldp")
+@register("privacy", "ldp", reads=reads.DISTRIBUTED)
 class LocalDP(PerRoundGaussian):
     """Vanilla local Gaussian DP at each client's per-round (ε, δ) (paper 004 baseline).
 
@@ -94,7 +95,7 @@ class LocalDP(PerRoundGaussian):
         return residual, np.where(self.selected_colluders(), 0.0, var)
 
 
-@register("privacy", "smpc_dp")
+@register("privacy", "smpc_dp", reads=reads.DISTRIBUTED)
 class SmpcDP(PerRoundGaussian):
     """Secure aggregation + DP noise scaled by 1/(K − C_bar − S_bar) (paper 004 baseline)."""
 
@@ -208,7 +209,7 @@ class SmpcDP(PerRoundGaussian):
         return residual, np.where(coll, 0.0, honest_up * var)
 
 
-@register("privacy", "ideal_smpc")
+@register("privacy", "ideal_smpc", reads=reads.DISTRIBUTED)
 class IdealSmpc(SmpcDP):
     """``smpc_dp`` with an ideal secure aggregation that never fails (reference)."""
 

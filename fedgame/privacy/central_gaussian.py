@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 import fedgame.registry as registry
+from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.privacy.accountants import check_describes, make_accountant
@@ -38,7 +39,7 @@ def max_weight_share(weights: np.ndarray, *, num_received: int) -> float:
     return float(heaviest / (heaviest + rest[: num_received - 1].sum()))
 
 
-@register("privacy", "central_gaussian")
+@register("privacy", "central_gaussian", reads=reads.CHARGES)
 class CentralGaussian:
     """DP-FedAvg (user-level, McMahan et al. 2018): clip updates to C, noise the aggregate.
 

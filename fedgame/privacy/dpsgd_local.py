@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
+from fedgame import reads
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
 from fedgame.privacy.base import Charge, Charges, PerClientCharges, PrivacyPlan
@@ -81,7 +82,7 @@ def paper001_epsilon(
     return math.exp(brentq(gap, lo, hi, xtol=1e-10))
 
 
-@register("privacy", "dpsgd_local")
+@register("privacy", "dpsgd_local", reads=reads.CHARGES)
 class LocalDpSgd(PerClientCharges):
     """DP-SGD on each client: clip per-sample gradients to C, noise each step's mean gradient.
 

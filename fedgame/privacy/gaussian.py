@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charges, PrivacyPlan, clip_rows, gaussian_noise
@@ -52,7 +53,7 @@ def classic_multipliers(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
     return np.sqrt(2.0 * np.log(1.25 / delta)) / epsilon
 
 
-@register("privacy", "gaussian")
+@register("privacy", "gaussian", reads=reads.CHARGES)
 class GaussianMechanism:
     """Clip each client's update to L2 norm C and add N(0, σ_k² I) before upload.
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
+from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
@@ -66,7 +67,7 @@ def moments_closed_form_epsilon(*, sum_inv_z2: float, delta: float, c2: float = 
     return c2 * math.sqrt(math.log(1.0 / delta) * sum_inv_z2)
 
 
-@register("privacy", "gaussian_local")
+@register("privacy", "gaussian_local", reads=reads.CHARGES)
 class LocalGaussian(ReleaseSensitivity, PerClientCharges):
     """Clip each update (or per-sample gradient, FedSGD) to L2 norm C, add N(0, σ_k² I) locally.
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
+from fedgame import reads
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charge, Charges, PerClientCharges, PrivacyPlan, clip_rows
 from fedgame.privacy.calibrate import laplace_scale
@@ -45,7 +46,7 @@ def laplace_noise(
     return (e[0] - e[1]) * b[:, None]
 
 
-@register("privacy", "laplace_local")
+@register("privacy", "laplace_local", reads=reads.CHARGES)
 class LocalLaplace(ReleaseSensitivity, PerClientCharges):
     """Clip each update (or per-sample gradient, FedSGD) to L1 norm C, add Laplace noise.
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field
 
+from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.game import lightdp as ld
 from fedgame.mechanisms.base import BoundsStragglers, StragglerLaw
@@ -106,7 +107,7 @@ def pairwise_noise(
     return out
 
 
-@register("privacy", "lightdp")
+@register("privacy", "lightdp", reads=(*reads.DISTRIBUTED, reads.GRAPH))
 class LightDP(PerRoundGaussian):
     """LightDP-FL: pairwise-cancelling + individual Gaussian noise (paper 004, eq. 7)."""
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
+from fedgame import reads
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charges, PrivacyPlan, clip_rows, gaussian_noise
 from fedgame.privacy.calibrate import zcdp_to_epsilon
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     import torch
 
 
-@register("privacy", "zcdp_gaussian")
+@register("privacy", "zcdp_gaussian", reads=reads.CHARGES)
 class ZcdpGaussian:
     """Clip each update to L2 norm C, add N(0, σ_i² I) with σ_i² = 2C²/(ρ_i·|D_i|²).
 

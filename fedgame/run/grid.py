@@ -23,6 +23,7 @@ from typing import Any
 
 from fedgame.errors import ScenarioError
 from fedgame.run.single import resolved_scenario
+from fedgame.scenario.effects import idle_in_sweep
 from fedgame.scenario.load import (
     OVERRIDE_KEY,
     apply_overrides,
@@ -32,6 +33,7 @@ from fedgame.scenario.load import (
 )
 from fedgame.scenario.preflight import preflight
 from fedgame.scenario.safe_yaml import load_yaml
+from fedgame.scenario.schema import Scenario
 
 #: top-level keys a grid may not sweep: they name or place the results, or are the sweep itself
 UNSWEEPABLE = ("name", "output", "sweep")
@@ -66,6 +68,8 @@ class SweepPlan:
     #: ``sweep.gpus_per_run`` (Ray) and ``sweep.workers_per_gpu`` (local pool)
     gpus_per_run: float = 1.0
     workers_per_gpu: int = 1
+    #: warnings about keys without effect on any run (``effects.idle_in_sweep``)
+    idle: tuple[str, ...] = ()
 
     @property
     def sweep_dir(self) -> Path:
@@ -208,7 +212,8 @@ def plan_from_data(
         check_size(full_grid, reps)
         points = expand(full_grid)
         checked = [_validate_point(data, point, file=file) for point in points]
-        memory = max(m for m, _ in checked)
+        memory = max(m for m, _, _ in checked)
+        idle = idle_in_sweep(list(full_grid), [scenario for _, _, scenario in checked])
     except ScenarioError as err:
         raise (err.with_file(file) if file else err) from None
     identity = base.model_dump(mode="json", exclude={"sweep", "output"})
@@ -220,7 +225,7 @@ def plan_from_data(
             replicate=rep,
             data=apply_overrides(data, point.items()),
         )
-        for point, (_, resolved) in zip(points, checked)
+        for point, (_, resolved, _) in zip(points, checked)
         for rep in range(reps)
     )
     out_dir = Path(out) if out is not None else Path(base.output.dir)
@@ -236,13 +241,15 @@ def plan_from_data(
         out_key,
         gpus_per_run=base.sweep.gpus_per_run,
         workers_per_gpu=base.sweep.workers_per_gpu,
+        idle=tuple(f"{file}: {line}" if file else line for line in idle),
     )
 
 
 def _validate_point(
     data: dict[str, Any], point: dict[str, Any], *, file: str | None = None
-) -> tuple[int, dict[str, Any]]:
-    """Validate and preflight one grid point: its memory estimate (bytes) and its identity.
+) -> tuple[int, dict[str, Any], Scenario]:
+    """Validate and preflight one grid point: its memory estimate (bytes), its identity and
+    its scenario.
 
     The identity is the whole resolved scenario of the run (every default and plug-in
     parameter filled in; ``sweep`` and ``output`` aside), so two sweeps that differ anywhere,
@@ -254,7 +261,7 @@ def _validate_point(
         resolved = resolved_scenario(scenario)
         resolved.pop("sweep", None)
         resolved.pop("output", None)
-        return memory, resolved
+        return memory, resolved, scenario
     except ScenarioError as err:
         where = ", ".join(f"{k}={v!r}" for k, v in point.items())
         raise ScenarioError(

@@ -16,6 +16,7 @@ from fedgame.errors import BudgetExhausted, DivergenceError, Interrupted, Privac
 from fedgame.run import store
 from fedgame.run.devices import CUDA_ENV
 from fedgame.run.interrupts import StopOnSignal, signal_of
+from fedgame.scenario.effects import idle_keys
 from fedgame.scenario.load import validated_tree
 from fedgame.scenario.schema import Scenario
 
@@ -198,6 +199,8 @@ def _result(
         "final_test_accuracy": final,
         "warnings": model.monitor.log.warnings(),
         "degenerate_rounds": model.monitor.log.rounds,
+        # keys set to a non-default value that no chosen plug-in reads (fedgame.scenario.effects)
+        "idle_keys": {k.key: k.message for k in idle_keys(scenario)},
         # every plug-in module loaded (entry points, the scenario's plugins): file and SHA-256
         "plugins": describe_modules(scenario.plugins),
     }

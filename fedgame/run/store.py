@@ -259,6 +259,7 @@ MANIFEST_TYPES: dict[str, tuple[type | None, ...]] = {
     "final_test_accuracy": (float, int, None),
     "warnings": (dict, None),
     "degenerate_rounds": (int, None),
+    "idle_keys": (dict, None),
     "files": (dict,),
 }
 #: fields a finished run's manifest must have

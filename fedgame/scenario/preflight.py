@@ -11,7 +11,9 @@ key, the value and what is allowed, anything that would fail after the model is 
    once, within the limit: the memory the operating system reports available (``MemAvailable``,
    or a cgroup's remaining allowance when lower), lowered by ``FEDGAME_MEMORY_LIMIT`` (e.g.
    ``8G``) when that is set; on CUDA also the learner against the GPU's free memory;
-5. the output location: ``<out>/<name>`` can be created and written (no file or dangling
+5. the knobs: a key set to a non-default value that no chosen plug-in reads is listed in
+   ``idle`` (:mod:`fedgame.scenario.effects`; a warning, not a refusal);
+6. the output location: ``<out>/<name>`` can be created and written (no file or dangling
    symbolic link in the way, write permission, and no link at all below ``<out>``: fedgame
    never writes through one), so a run never computes what it cannot save.
 
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from fedgame.errors import ScenarioError
 from fedgame.learning.device import device_name
+from fedgame.scenario.effects import IdleKey, idle_keys
 from fedgame.scenario.footprint import Footprint, estimate, human_bytes
 from fedgame.scenario.schema import Scenario
 
@@ -40,12 +43,18 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 
 
 @dataclass(frozen=True)
 class Preflight:
-    """What the checks found: the memory estimate, the limit it was held to, the device."""
+    """What the checks found: the memory estimate, the limit it was held to, the device, the
+    keys set that have no effect on the run (warnings)."""
 
     footprint: Footprint
     limit: int
     limit_source: str
     device: str
+    idle: tuple[IdleKey, ...] = ()
+
+    def warnings(self, file: str | None = None) -> list[str]:
+        """One line per idle key, ``FILE: KEY is set (...) but has no effect ...``."""
+        return [f"{file}: {k.message}" if file else k.message for k in self.idle]
 
 
 def preflight(
@@ -70,7 +79,7 @@ def preflight(
             check_results_tree(out, scenario.name, key=out_key, value=str(out))
     except ScenarioError as err:
         raise (err.with_file(file) if file else err) from None
-    return Preflight(footprint, limit, source, device)
+    return Preflight(footprint, limit, source, device, tuple(idle_keys(scenario)))
 
 
 def check_partition(scenario: Scenario, footprint: Footprint) -> None:

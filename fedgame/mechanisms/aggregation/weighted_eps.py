@@ -6,12 +6,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from fedgame import reads
 from fedgame.mechanisms.aggregation.weighted import WeightedSum
 from fedgame.registry import register
 from fedgame.views import ClientView
 
 
-@register("aggregation", "weighted_eps")
+@register("aggregation", "weighted_eps", reads=(reads.BUDGET_EPSILON,))
 class WeightedEpsilon(WeightedSum):
     """WeiAvg: each received update weighted by its client's total budget eps_n (note 000 §6.4)."""
 

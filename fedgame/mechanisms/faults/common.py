@@ -78,8 +78,14 @@ def sorted_edges(graph: Any) -> np.ndarray:
 def draw_links(
     n: int, graph: Any, *, link_failure: float, edge_failure: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, tuple[tuple[int, int], ...]]:
-    """Client-server links up [n] and the failed client-client edges (sorted pairs)."""
+    """Client-server links up [n] and the failed client-client edges (sorted pairs).
+
+    Edge coins are drawn only when ``edge_failure > 0``: otherwise the graph is not read, so
+    the draws after these (e.g. straggler coins) do not depend on the topology.
+    """
     link_up = rng.random(n) >= link_failure
+    if edge_failure <= 0:
+        return link_up, ()
     edges = sorted_edges(graph)
     down = rng.random(len(edges)) < edge_failure
     failed = tuple((int(i), int(j)) for i, j in edges[down].tolist())

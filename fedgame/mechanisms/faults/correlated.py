@@ -8,6 +8,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, NonNegativeInt
 
+from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.common import (
@@ -24,7 +25,7 @@ from fedgame.registry import register
 from fedgame.views import ClientView, RoundInfo
 
 
-@register("faults", "bounded_stragglers")
+@register("faults", "bounded_stragglers", reads=reads.edges)
 class BoundedStragglers(RecordsDraw):
     """Per round S ~ Uniform{0, ..., max_stragglers} stragglers, a uniformly random subset.
 
@@ -78,7 +79,7 @@ class BoundedStragglers(RecordsDraw):
         return self._record(FaultDraw(link_up, straggler, failed, {"straggler_count": count}), info)
 
 
-@register("faults", "correlated")
+@register("faults", "correlated", reads=reads.outages)
 class CorrelatedOutages(RecordsDraw):
     """Regional outages: with probability ``outage_prob`` per round, a uniformly random
     client's ``radius``-hop graph neighbourhood fails together.

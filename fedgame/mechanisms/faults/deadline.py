@@ -9,6 +9,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
+from fedgame import reads
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.common import (
     LinkConfig,
@@ -48,7 +49,7 @@ def deadline_miss_probability(
     return float(np.sum(tail * _PHI))
 
 
-@register("faults", "deadline")
+@register("faults", "deadline", reads=reads.edges)
 class DeadlineStragglers(RecordsDraw):
     """Per round, client i computes for ``time_per_sample`` x work_i x X_i seconds,
     X_i ~ LogNormal(0, ``compute_sigma``), then uploads in L_i ~ Exp(mean ``upload_latency``)

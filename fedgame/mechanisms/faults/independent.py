@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from fedgame import reads
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.common import (
     LinkConfig,
@@ -22,7 +23,7 @@ from fedgame.registry import register
 from fedgame.views import ClientView, RoundInfo
 
 
-@register("faults", "independent")
+@register("faults", "independent", reads=reads.independent_faults)
 class IndependentFaults(RecordsDraw):
     """Per round: client-server link ``i`` is down with probability ``link_failure``; each
     client-client edge is down with ``edge_failure``; client ``i`` straggles (misses the upload

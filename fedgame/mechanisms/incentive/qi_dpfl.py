@@ -23,12 +23,13 @@ from typing import Any
 
 from pydantic import Field, PositiveFloat, model_validator
 
+from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.incentive.game import GameConfig, GameIncentive, LeaderProblem
 from fedgame.registry import register
 
 
-@register("incentive", "qi_dpfl")
+@register("incentive", "qi_dpfl", reads=reads.contest)
 class QiDpfl(GameIncentive):
     """Theorem 2's optimal reward R_t* after feasibility removal (QI-DPFL, paper 003)."""
 
@@ -39,7 +40,7 @@ class QiDpfl(GameIncentive):
         return self.optimal_reward(problem, t=t)
 
 
-@register("incentive", "max")
+@register("incentive", "max", reads=reads.contest)
 class MaxReward(GameIncentive):
     """Paper 003's Max baseline: R_t = ``high``·R_t* every round (R_max of Eq. 33, ours)."""
 
@@ -52,7 +53,7 @@ class MaxReward(GameIncentive):
         return self.config.high * self.optimal_reward(problem, t=t)
 
 
-@register("incentive", "random")
+@register("incentive", "random", reads=reads.contest)
 class RandomReward(GameIncentive):
     """Paper 003's Random baseline: R_t ~ U[``low``·R_t*, ``high``·R_t*] (range ours)."""
 
@@ -75,7 +76,7 @@ class RandomReward(GameIncentive):
         return factor * self.optimal_reward(problem, t=t)
 
 
-@register("incentive", "fixed")
+@register("incentive", "fixed", reads=reads.contest)
 class FixedReward(GameIncentive):
     """A constant total reward R every round (feasibility removal and shares as the others)."""
 

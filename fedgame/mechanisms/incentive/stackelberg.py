@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
+from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.game.equilibrium import FollowerUtility, solve_followers, solve_leader
 from fedgame.game.stackelberg import server_cost
@@ -25,7 +26,7 @@ from fedgame.mechanisms.incentive.game import GameConfig, GameIncentive, LeaderP
 from fedgame.registry import register
 
 
-@register("incentive", "stackelberg")
+@register("incentive", "stackelberg", reads=reads.contest)
 class NumericStackelberg(GameIncentive):
     """Leader's reward by search over [r_min, r_max], followers by best-response iteration."""
 

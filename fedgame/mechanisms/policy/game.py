@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
+from fedgame import reads
 from fedgame.game.contest import contest_equilibrium, solve_contest
 from fedgame.game.equilibrium import FollowerUtility
 from fedgame.mechanisms.policy.market import Contest, contest_of, rho_left, rho_remaining
@@ -134,7 +135,7 @@ def _answer(ids: np.ndarray, rho: np.ndarray, codes: np.ndarray) -> Responses:
     return Responses(ids, take, rho=np.where(take, rho, np.nan), reason=reason)
 
 
-@register("policy", "best_response")
+@register("policy", "best_response", reads=reads.contest)
 class BestResponse(_PerRound):
     """Complete information: play the equilibrium budget ρ_i* of the clients who can pay it.
 
@@ -174,7 +175,7 @@ class BestResponse(_PerRound):
         return contest, contest.by_id(rho), contest.by_id(codes).astype(int)
 
 
-@register("policy", "budget_aware")
+@register("policy", "budget_aware", reads=reads.contest)
 class BudgetAware(_PerRound):
     """Equilibrium of the game in which every budget is capped by what is left of it.
 
@@ -212,7 +213,7 @@ class BudgetAware(_PerRound):
         return contest, contest.by_id(rho), contest.by_id(codes).astype(int)
 
 
-@register("policy", "fixed")
+@register("policy", "fixed", reads=reads.BUDGET)
 class FixedRho:
     """Take part every round at a constant zCDP budget ``rho`` while the budget lasts."""
 

@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from fedgame import reads
 from fedgame.game.learning import (
     adaptive_rate,
     hedge_grid,
@@ -71,7 +72,7 @@ class _State:
         self.size = new
 
 
-@register("policy", "learning")
+@register("policy", "learning", reads=(reads.PRIVACY_VALUE, *reads.BUDGET))
 class Learning:
     """Learn ρ/R from the broadcast Σρ: ``log_gradient`` or ``hedge`` (bounded information).
 

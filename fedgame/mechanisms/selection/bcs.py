@@ -32,6 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
 
+from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.game import bcs
 from fedgame.privacy.calibrate import dpfl_bcs_gaussian_sigma, laplace_scale
@@ -57,7 +58,7 @@ def systematic_schedule(counts: np.ndarray, *, rounds: int, rng: np.random.Gener
     return [np.sort(grid[:, perm[r]]) for r in range(rounds)]
 
 
-@register("selection", "bcs")
+@register("selection", "bcs", reads=reads.BUDGET)
 class BcsSelection:
     """DPFL-BCS: two-stage biased selection of K clients per round (Ma et al., paper 000)."""
 

@@ -31,6 +31,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
+from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.game import queries
 from fedgame.mechanisms.selection.round_robin import RoundRobin
@@ -68,7 +69,7 @@ def estimate_constants(learner: Any, sizes: np.ndarray, *, steps: int, lr: float
     }
 
 
-@register("selection", "optimal_queries")
+@register("selection", "optimal_queries", reads=reads.BUDGET)
 class OptimalQueries(RoundRobin):
     """Round robin with paper 002's optimal queries T* and clients per query b*."""
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.game import privacy_aware as pa
 from fedgame.privacy.local_common import training_from
@@ -99,7 +100,7 @@ class PresampledSelection:
         }
 
 
-@register("selection", "unbiased")
+@register("selection", "unbiased", reads=reads.BUDGET)
 class UnbiasedSelection(PresampledSelection):
     """Pre-sampled i.i.d. selection with p_k = |M_k| / sum |M_i| (paper 001 baseline)."""
 
@@ -109,7 +110,7 @@ class UnbiasedSelection(PresampledSelection):
         return pa.unbiased_probabilities([max(c.dataset_size, 1) for c in clients])
 
 
-@register("selection", "privacy_aware")
+@register("selection", "privacy_aware", reads=reads.BUDGET)
 class PrivacyAwareSelection(PresampledSelection):
     """Pre-sampled i.i.d. selection with paper 001's privacy-aware probabilities (Problem 1).
 
