@@ -36,6 +36,9 @@ MODULE = EXAMPLE / "posted_price.py"
 SCENARIO = EXAMPLE / "posted_price.yaml"
 DOC = REPO / "docs" / "plugins.md"
 
+#: the run of the worked scenario is a module fixture: its tests stay on one xdist worker
+RUN = pytest.mark.xdist_group("plugin_kit_run")
+
 
 def _load(path: Path, name: str) -> ModuleType:
     """Execute the file ``path`` as a module named ``name`` (in ``sys.modules`` while it
@@ -98,6 +101,7 @@ def _left_at_play(clients: pd.DataFrame) -> pd.Series:
     return pd.Series(np.maximum(left, 0.0), index=c.index).reindex(clients.index)
 
 
+@RUN
 def test_the_run_completes_and_records_its_module(run_dir):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["rounds_completed"] == 8
@@ -105,6 +109,7 @@ def test_the_run_completes_and_records_its_module(run_dir):
     assert Path(module["file"]).resolve() == MODULE.resolve()
 
 
+@RUN
 def test_the_price_moves_towards_the_target_uptake_as_its_docstring_says(tables):
     rounds, clients, resolved = tables
     knobs = resolved["incentive"]
@@ -126,6 +131,7 @@ def test_the_price_moves_towards_the_target_uptake_as_its_docstring_says(tables)
     assert (rounds["reward"] == rounds["price"] * knobs["target"]).all()
 
 
+@RUN
 def test_every_paid_client_is_paid_the_price_times_its_rho(tables):
     rounds, clients, _ = tables
     rows = clients.merge(rounds[["round", "price"]], on="round")
@@ -143,6 +149,7 @@ def test_every_paid_client_is_paid_the_price_times_its_rho(tables):
     np.testing.assert_allclose(rounds.set_index("round")["sum_rho"], sum_rho, rtol=1e-12)
 
 
+@RUN
 def test_the_price_taker_stays_within_its_budget_and_declines_when_it_cannot_pay(tables):
     rounds, clients, resolved = tables
     min_rho = resolved["policy"]["min_rho"]
@@ -161,6 +168,7 @@ def test_the_price_taker_stays_within_its_budget_and_declines_when_it_cannot_pay
     assert rows.groupby("client_id")["epsilon_spent"].is_monotonic_increasing.all()
 
 
+@RUN
 def test_a_posted_price_adds_no_contest_columns(tables):
     rounds, clients, _ = tables
     for name in ("nash_gap_max", "eq_distance", "knife_edge_impact", "sum_rho_played"):
