@@ -57,7 +57,7 @@ test: install-dev check
 # first. The suite runs on one pytest-xdist worker per core (one torch thread each); tests
 # sharing an expensive module fixture stay on one worker (`xdist_group`).
 check:
-	$(PYTHON) -m ruff check fedgame tests bench analysis
+	$(PYTHON) -m ruff check fedgame tests bench analysis docs/examples
 	$(PYTHON) -m mypy
 	$(MAKE) --no-print-directory docs-api PYTHON=$(PYTHON)
 	$(PYTHON) -m pytest -n auto --dist loadgroup

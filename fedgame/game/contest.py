@@ -123,6 +123,14 @@ def contest_equilibrium(
 ) -> np.ndarray:
     """Every player's equilibrium budget ρ_i* (0 outside the active set); see the module doc.
 
+    Player i chooses ρ_i ≥ 0 (zCDP budget, at most ``caps[i]``) to maximise
+    p_i·(R·ρ_i/(ρ_i + s_i) − φ·ν_i·ρ_i), s_i = Σ_{j≠i} p_jρ_j: its share of the reward R
+    (reward units) less its privacy cost. Uncapped, with every update delivered and no
+    cartel, this is Theorem 1 on the active set: ρ_i* = C_i·R with
+    C_i = (k−1)·(Σ_j ν_j − (k−1)·ν_i)/(φ·(Σ_j ν_j)²) over the k active players (paper 003
+    Eq. 20); otherwise the aggregate fixed point of the module doc. E.g. two players with
+    ν = (1, 1), R = 1, φ = 1 play ρ* = (0.25, 0.25).
+
     Args:
         nu: privacy values ν_i > 0 of the players.
         reward: R_t ≥ 0 (0 gives all zeros).
@@ -162,7 +170,12 @@ def solve_contest(
     """:func:`contest_equilibrium` of checked inputs: ν a float array of at least 2 finite
     values > 0, R > 0 and φ > 0 finite, ``p`` in (0, 1] (None: every update arrives),
     ``caps`` >= 0 (None: none), ``cartel`` a bool mask (None: no cartel; full delivery for
-    its members). The same budgets, bit for bit, as with arrays of ones and infinities."""
+    its members). The same budgets, bit for bit, as with arrays of ones and infinities.
+
+    Returns each player's equilibrium zCDP budget ρ_i* (0 outside the active set) of the
+    contest in which i is paid ρ_i/Σρ·R and pays φ·ν_i·ρ_i (reward units). It checks
+    nothing, so it is quicker; a caller whose inputs may be out of range (a non-finite
+    reward, ν ≤ 0) calls :func:`contest_equilibrium`, which says what is wrong."""
     if (p is None or bool(np.all(p == 1.0))) and (cartel is None or not cartel.any()):
         rho = active_coefficients(nu, phi=phi) * reward
         if caps is None or np.all(rho <= caps):

@@ -87,7 +87,14 @@ MIN_LEFT = 1e-6
 @runtime_checkable
 class OffersContest(Protocol):
     """Capability of an incentive: its offer is a Tullock contest (``Offer.plan`` carries
-    ``phi``, ``quadratic`` and ``cap``)."""
+    ``phi``, ``quadratic`` and ``cap``).
+
+    Declared by ``offers_contest = True`` on the class. The model then prices the round as
+    a contest in which each player is paid ρ_i/Σρ·R_t and pays φ·ν_i·ρ_i: the rounds table
+    gains the Nash gaps, ``eq_distance``, ``sum_rho_played``, ``client_surplus`` and
+    ``knife_edge_impact``, the clients table ``rho_equilibrium``, ``nash_gap`` and
+    ``nash_gap_ante``, and ``no_market`` is checked. An incentive that does not declare it
+    gets none of these (see docs/plugins.md, "What the model does with your incentive")."""
 
     offers_contest: bool
 

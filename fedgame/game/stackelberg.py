@@ -227,6 +227,19 @@ def server_cost(
 
     accuracy = 2βγ/(λ²T²)·(V² + 2dC²/N²·Σ_i 1/(|D_i|²ρ_i)) and payment = (1-γ)·π^(t-1)·R_t.
     Clients with ρ_i = 0 upload nothing and are left out of the sum and of N (note §4.1).
+    The accuracy term is the γ-weighted bound on the loss the Gaussian noise σ_i² =
+    2C²/(ρ_i|D_i|²) adds to the average of N updates of d coordinates (Corollary 1); both
+    terms are in reward units (the paper weighs them with γ, it does not convert them).
+
+    Args:
+        reward: R_t ≥ 0, what the leader pays this round in total (reward units).
+        rho: each client's zCDP budget ρ_i ≥ 0 this round (at least one positive).
+        data_sizes: each client's |D_i| > 0 (samples), aligned with ``rho``.
+        t: the round, 1..``params.rounds`` (discounted by π^(t−1)).
+        params: the constants γ, π, β, λ, C, d, T, V (:class:`ServerCostParams`).
+
+    Returns:
+        ``ServerCost(accuracy, payment)``; ``.total`` is their sum.
     """
     rho = np.asarray(rho, dtype=float)
     sizes = _positive_vector("data_sizes", data_sizes)

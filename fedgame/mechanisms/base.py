@@ -1,7 +1,9 @@
-"""Protocols every plug-in family implements (see ARCHITECTURE.md §4).
+"""Protocols every plug-in family implements, and the optional capabilities a plug-in declares.
 
 Mechanisms see read-only views (``fedgame.views``), never agent objects, and take every random
-draw from a generator passed in by keyword.
+draw from a generator passed in by keyword. A plug-in written outside fedgame imports these
+through :mod:`fedgame.kit`; docs/plugins.md ("Writing a mechanism") walks through a worked
+incentive and policy.
 """
 
 from __future__ import annotations

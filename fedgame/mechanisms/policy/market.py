@@ -19,7 +19,13 @@ from fedgame.views import ClientViews, MarketView, Offer, column_of, ids_of
 
 
 def epsilon_to_zcdp(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """ρ(ε) = (ε / (sqrt(L + ε) + sqrt(L)))², L = ln(1/δ), elementwise (inf stays inf).
+    """The zCDP budget ρ an (ε, δ) budget holds, elementwise: ρ(ε) = (ε/(sqrt(L + ε) + sqrt(L)))².
+
+    L = ln(1/δ). ρ(ε) is the largest ρ whose ρ-zCDP guarantee implies (ε, δ)-DP through
+    ε = ρ + 2·sqrt(ρ·L) (Bun & Steinke 2016, Prop. 1.3, inverted). Units: ``epsilon`` in ε
+    (negative values count as 0, ``inf`` stays ``inf``), ``delta`` a probability in (0, 1),
+    the result in ρ (zCDP), which adds up over releases. E.g. ε = 5.3, δ = 1e-5 holds
+    ρ ≈ 0.5.
 
     Remembers its last answers (:mod:`fedgame.game.memo`), for views that are not the
     model's table (e.g. a blinded market): the table's views share their budget state
@@ -42,7 +48,15 @@ _ZCDP = ArrayMemo(size=8)
 
 
 def rho_left(clients: Sequence[Any]) -> np.ndarray:
-    """Remaining zCDP budget of every client (inf without a finite budget).
+    """Remaining zCDP budget of every client: ρ(ε_total,i) − ρ(min(ε_spent,i, ε_total,i)).
+
+    ρ(·) is :func:`epsilon_to_zcdp` at the client's δ_i; the result is in ρ (zCDP) units,
+    one per client in the order of ``clients`` (views or anything with the fields
+    ``epsilon_total``, ``epsilon_spent`` and ``delta``), never below 0, and ``inf`` for a
+    client without a finite budget. A release at ρ_i ≤ ρ_left,i keeps the client within its
+    (ε_total, δ) budget exactly under the ``zcdp`` accountant (ρ adds up); under another
+    accountant it is the zCDP reading of the ε that accountant reports, and the model's
+    budget guard, which asks the accountant, has the last word.
 
     Views of the model's table get it from the table's budget state
     (:meth:`~fedgame.views.ClientViews.budget_derived`: once per state for everyone, the
@@ -75,7 +89,7 @@ def _left(
 
 
 def rho_remaining(view: Any) -> float:
-    """Remaining zCDP budget of one client view."""
+    """Remaining zCDP budget ρ_left of one client view, in ρ (zCDP): :func:`rho_left` of it."""
     return float(rho_left((view,))[0])
 
 

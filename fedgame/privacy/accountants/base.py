@@ -38,7 +38,7 @@ NOISE_FAMILIES = ("gaussian", "subsampled_gaussian", "laplace")
 
 @runtime_checkable
 class Accountant(Protocol):
-    """Per-client accounting of releases for a population (ARCHITECTURE §4)."""
+    """Per-client accounting of releases for a population (the ``accountant`` family's Protocol)."""
 
     name: ClassVar[str]
 

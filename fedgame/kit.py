@@ -1,0 +1,158 @@
+"""The plug-in kit: the one import a mechanism written outside fedgame needs.
+
+``from fedgame import kit`` (or ``from fedgame.kit import ...``) gives every name below; each
+is fedgame's own object, re-exported, not a copy, so a plug-in written against the kit runs
+exactly what the built-in plug-ins run. ``docs/plugins.md`` ("Writing a mechanism") walks
+through a worked incentive and a worked policy that import nothing else from fedgame
+(``docs/examples/posted_price/``).
+
+**Registering.** :func:`register` (``@register(family, name)``) puts a class in the registry
+under a family (``incentive``, ``policy``, ``selection``, ``privacy``, ``aggregation``,
+``faults``, ...); the class has the family's members (the Protocols below; ``register``
+refuses a class that lacks one), a pydantic ``Config`` with ``extra="forbid"`` for its knobs
+(each ``Field`` with a one-line ``description``) and may declare an :class:`Example`: a small
+valid configuration and the scenario sections it needs, which the contract tests build the
+plug-in from. ``register(family, name, reads=(...))`` declares the scenario keys outside its
+own section that the plug-in reads (``"population.privacy_value"``, ``"network.topology"``,
+...; or a function of its config and the scenario): validation warns about a key a scenario
+sets that no chosen plug-in reads (:mod:`fedgame.scenario.effects`). :class:`ScenarioError` is what a ``check_scenario`` hook raises (one line
+naming the key, the value and what is allowed).
+
+**What a mechanism sees.** Frozen views, never agents:
+
+* :class:`ClientView`: the facts about one client its agent could know (``client_id``,
+  ``dataset_size`` |D_i|, ``privacy_value`` ν_i, ``epsilon_total``, ``delta``,
+  ``epsilon_spent``, ``straggle_prob``, ``reachable``, ...); :class:`ClientViews` the same
+  for many clients, with ``ids`` and ``column(name)`` arrays. :func:`column_of` and
+  :func:`ids_of` read a field of any sequence of views or responses as an array.
+* :class:`MarketView`: what the leader sees at a round (``clients``, ``info``, the scenario's
+  ``game`` rules and ``previous``, the :class:`RoundRecord` of the last round: its offered
+  reward, every client's :class:`Response` and the ids whose updates were delivered).
+* :class:`RoundInfo`: the round t (1-based), the horizon T, the population size N.
+* :class:`Offer`: the leader's move: ``reward`` R_t, optional per-client ``prices``, a
+  free-form ``plan`` (numbers the followers read, e.g. a posted price) and ``excluded`` ids.
+* :class:`Response` / :class:`Responses`: a follower's move, one or as columns: take part or
+  not, at which level (``rho``: a zCDP budget ρ_i; ``epsilon``: a per-round ε), and why not
+  (``reason``, e.g. ``budget``).
+* :class:`Selection`: the server's choice of participants; :class:`SetupContext`: what the
+  optional ``prepare(ctx, *, rng)`` hook sees once before round 1 (the topology, the other
+  plug-ins, the learner); :class:`FaultDraw`: one round's link failures and stragglers.
+* :class:`ClientValues`: ``{client id: value}`` over two arrays, for per-client columns.
+
+**The families' Protocols** (what ``register`` checks a class has):
+:class:`IncentiveMechanism` (``offer``, ``settle``), :class:`ClientPolicy` (``chooses``,
+``respond``; optionally the batched ``respond_all(offer, *, clients, market) -> Responses``,
+which the model prefers), :class:`SelectionPolicy`, :class:`Aggregator`,
+:class:`FaultModel` and :class:`PrivacyMechanism` (with its records :class:`Charge`,
+:class:`Charges` and :class:`PrivacyPlan`). A policy's ``chooses`` declares the privacy level
+its responses name (``"default"``: none; ``"rho"``; ``"epsilon"``); validation refuses a
+privacy mechanism whose noise does not follow it (its ``follows``).
+
+**Optional capabilities**, checked once when the model is built: :class:`Preparable`
+(``prepare``), :class:`ReportsRounds` / :class:`ReportsClients` (``round_columns`` /
+``client_columns`` and the metrics that fill them), :class:`ObservesFaults` (told the round's
+fault draw after the uploads) and :class:`OffersContest` (an incentive whose offer is a
+Tullock contest: the model then adds the game diagnostics and the ``no_market`` check).
+
+**Budgets** in zCDP units (ρ adds up over releases): :func:`epsilon_to_zcdp`
+ρ(ε) = (ε/(sqrt(L + ε) + sqrt(L)))², L = ln(1/δ), the largest ρ whose ε at δ is at most ε
+(Bun & Steinke 2016, Prop. 1.3 inverted); :func:`rho_left` every client's remaining budget
+ρ(ε_total) − ρ(ε_spent), :func:`rho_remaining` one client's.
+
+**The QI-DPFL game** (Yuan & Wang 2024, paper 003): :func:`server_cost`, the leader's cost
+of a round, Eq. 15: accuracy = 2βγ/(λ²T²)·(V² + 2dC²/N²·Σ_i 1/(|D_i|²ρ_i)) plus payment =
+(1 − γ)·π^(t−1)·R_t, with its constants in :class:`ServerCostParams` and the result a
+:class:`ServerCost`; :func:`contest_equilibrium`, the followers' equilibrium budgets of the
+Tullock contest (each paid ρ_i/Σρ·R, paying φ·ν_i·ρ_i; Theorem 1 on the active set, with
+delivery probabilities, budget caps or a cartel), and :func:`solve_contest`, the same without
+checking its inputs again.
+
+Importing the kit imports numpy and pydantic, not torch, pandas or Mesa, so ``fedgame
+validate`` of a scenario whose plug-ins use it stays quick.
+"""
+
+from __future__ import annotations
+
+from fedgame.errors import ScenarioError
+from fedgame.game.contest import contest_equilibrium, solve_contest
+from fedgame.game.monitor import OffersContest
+from fedgame.game.stackelberg import ServerCost, ServerCostParams, server_cost
+from fedgame.mechanisms.base import (
+    Aggregator,
+    ClientPolicy,
+    FaultDraw,
+    FaultModel,
+    IncentiveMechanism,
+    ObservesFaults,
+    Preparable,
+    ReportsClients,
+    ReportsRounds,
+    SelectionPolicy,
+)
+from fedgame.mechanisms.policy.market import epsilon_to_zcdp, rho_left, rho_remaining
+from fedgame.privacy.base import Charge, Charges, PrivacyMechanism, PrivacyPlan
+from fedgame.registry import Example, register
+from fedgame.views import (
+    ClientValues,
+    ClientView,
+    ClientViews,
+    MarketView,
+    Offer,
+    Response,
+    Responses,
+    RoundInfo,
+    RoundRecord,
+    Selection,
+    SetupContext,
+    column_of,
+    ids_of,
+)
+
+#: in the reading order of the module doc, not sorted
+__all__ = [  # noqa: RUF022
+    # registering
+    "register",
+    "Example",
+    "ScenarioError",
+    # what a mechanism sees
+    "ClientView",
+    "ClientViews",
+    "column_of",
+    "ids_of",
+    "MarketView",
+    "RoundRecord",
+    "RoundInfo",
+    "Offer",
+    "Response",
+    "Responses",
+    "Selection",
+    "SetupContext",
+    "FaultDraw",
+    "ClientValues",
+    # the families' Protocols
+    "IncentiveMechanism",
+    "ClientPolicy",
+    "SelectionPolicy",
+    "Aggregator",
+    "FaultModel",
+    "PrivacyMechanism",
+    "Charge",
+    "Charges",
+    "PrivacyPlan",
+    # optional capabilities
+    "Preparable",
+    "ReportsRounds",
+    "ReportsClients",
+    "ObservesFaults",
+    "OffersContest",
+    # budgets
+    "epsilon_to_zcdp",
+    "rho_left",
+    "rho_remaining",
+    # the QI-DPFL game
+    "server_cost",
+    "ServerCostParams",
+    "ServerCost",
+    "contest_equilibrium",
+    "solve_contest",
+]
