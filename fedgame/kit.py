@@ -15,7 +15,8 @@ valid configuration and the scenario sections it needs, which the contract tests
 plug-in from. ``register(family, name, reads=(...))`` declares the scenario keys outside its
 own section that the plug-in reads (``"population.privacy_value"``, ``"network.topology"``,
 ...; or a function of its config and the scenario): validation warns about a key a scenario
-sets that no chosen plug-in reads (:mod:`fedgame.scenario.effects`). :class:`ScenarioError` is what a ``check_scenario`` hook raises (one line
+sets that no chosen plug-in reads (:mod:`fedgame.scenario.effects`). :class:`ScenarioError`
+is what a ``check_scenario`` hook raises (one line
 naming the key, the value and what is allowed).
 
 **What a mechanism sees.** Frozen views, never agents:
