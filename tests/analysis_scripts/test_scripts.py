@@ -1,7 +1,9 @@
 """Every analysis script: instant --help, a --quick smoke run, clear errors, stable output.
 
-The module runs on one pytest-xdist worker (group ``analysis_scripts``): its tests share one
-``--quick`` run of every script (the module fixture ``quick``), which no worker should repeat.
+The tests that read the shared ``--quick`` run of every script (the module fixture ``quick``,
+whose scripts run two at a time) go to one pytest-xdist worker (group ``analysis_scripts``,
+given by ``pytest_collection_modifyitems`` below), so no worker repeats it; the others (help
+probes, error cases, single runs) spread over the workers.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +23,6 @@ import pytest
 from scripts_helpers import ANALYSIS, REPO, SCRIPTS, WITH_DATASET, load, parse_command, run
 
 from fedgame.errors import ScenarioError
-
-pytestmark = pytest.mark.xdist_group("analysis_scripts")
 
 QUICK = [s for s in SCRIPTS if s != "reproduce"]
 VERDICTS = {"yes", "partly", "no", "inconclusive", "not run"}
@@ -36,12 +37,11 @@ def quick_args(name: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
-    """Run every script's --quick once; name -> (process, output folder)."""
+    """Run every script's --quick once, two at a time; name -> (process, output folder)."""
     root = tmp_path_factory.mktemp("analysis")
-    done = {}
-    for name in QUICK:
-        done[name] = (run(name, *quick_args(name), "--out", str(root / name)), root / name)
-    return root, done
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        procs = {n: pool.submit(run, n, *quick_args(n), "--out", str(root / n)) for n in QUICK}
+    return root, {name: (proc.result(), root / name) for name, proc in procs.items()}
 
 
 def test_every_script_is_covered():
