@@ -61,7 +61,7 @@ SCRIPTS = {
     "queries_replies_ablation": True,
 }
 #: the one-change-at-a-time investigations (``--no-ablations`` skips them: 2 h 6 min of the
-#: 2 h 18 min a whole run took on two idle cores)
+#: 2 h 18 min a whole run took on two idle cores on 2026-11-23, before the hold-outs existed)
 ABLATIONS = {name for name in SCRIPTS if name.endswith("_ablation")}
 #: paper id -> (short name, docs page)
 PAGES = {
