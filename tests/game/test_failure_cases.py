@@ -4,7 +4,8 @@
 2. silent markets: one client, a cartel of 9 of 10, small noisy markets, all "sound";
 3. the knife-edge check missed a marginal client that tripled R*;
 4. cartels and the discounting QI-DPFL leader never converged;
-5. counts hid the runs behind a number (n, rounds to target, final vs stretch accuracy).
+5. counts hid the runs behind a number (n, rounds to target, final vs stretch accuracy);
+6. knobs without effect: a small-world topology changed nothing but random draws.
 """
 
 from __future__ import annotations
@@ -203,3 +204,25 @@ def test_5_counts_say_how_many_runs_stand_behind_each_number(tiny):
     text = with_ci(table, ["cell"], ["rounds_to_target", "final_accuracy"]).iloc[0]
     assert text["rounds_to_target"].endswith("(2 of 4 reached)")
     assert "of 4" not in text["final_accuracy"]
+
+
+# ------------------------------------------------------------------ 6. knobs without effect
+
+
+def test_6_a_topology_no_plug_in_reads_is_named_and_changes_nothing():
+    """The study's small world under a game whose plug-ins never read the graph: validation
+    names the key, and the tables equal the star's (the faults' straggler coins no longer
+    depend on the graph's edges)."""
+    from fedgame.scenario.effects import idle_keys
+
+    small_world = game(
+        network__topology={"kind": "watts_strogatz", "k": 2, "p": 0.3},
+        population__straggle_prob=0.3,
+    )
+    scenario = validate(small_world)
+    assert [k.key for k in idle_keys(scenario)] == ["network.topology"]
+    star = simulate(validate(game(population__straggle_prob=0.3))).rounds
+    rounds = simulate(scenario).rounds
+    timing = [c for c in rounds if "time" in c]
+    pd.testing.assert_frame_equal(star.drop(columns=timing), rounds.drop(columns=timing))
+    assert rounds["stragglers"].sum() > 0  # the coins were drawn, the same ones
