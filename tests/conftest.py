@@ -89,3 +89,13 @@ def write_scenario(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """xdist group ``analysis_scripts``: the tests of tests/analysis_scripts that read the
+    shared ``--quick`` run of every script (the module fixture ``quick``), so one worker makes
+    it (``make check`` distributes with ``--dist loadgroup``); the folder's other tests spread."""
+    for item in items:
+        if "quick" in getattr(item, "fixturenames", ()) and "analysis_scripts" in item.path.parts:
+            item.add_marker(pytest.mark.xdist_group("analysis_scripts"))

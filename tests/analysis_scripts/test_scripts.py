@@ -2,8 +2,8 @@
 
 The tests that read the shared ``--quick`` run of every script (the module fixture ``quick``,
 whose scripts run two at a time) go to one pytest-xdist worker (group ``analysis_scripts``,
-given by ``pytest_collection_modifyitems`` below), so no worker repeats it; the others (help
-probes, error cases, single runs) spread over the workers.
+given in tests/conftest.py), so no worker repeats it; the others (help probes, error cases,
+single runs) spread over the workers.
 """
 
 from __future__ import annotations
