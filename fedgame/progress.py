@@ -52,13 +52,18 @@ _current: ContextVar[SetupProgress | None] = ContextVar("fedgame_setup_progress"
 
 @contextmanager
 def setup_progress(
-    enabled: bool, *, stream: TextIO | None = None, delay: float = DELAY_S
+    enabled: bool, *, stream: TextIO | None = None, delay: float | None = None
 ) -> Iterator[SetupProgress | None]:
-    """Scope in which :func:`report` shows set-up progress (nothing when not ``enabled``)."""
+    """Scope in which :func:`report` shows set-up progress (nothing when not ``enabled``).
+
+    ``delay`` defaults to :data:`DELAY_S`, read when the scope opens.
+    """
     if not enabled:
         yield None
         return
-    shown = SetupProgress(stream if stream is not None else sys.stderr, delay=delay)
+    shown = SetupProgress(
+        stream if stream is not None else sys.stderr, delay=DELAY_S if delay is None else delay
+    )
     token = _current.set(shown)
     try:
         yield shown
