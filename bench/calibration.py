@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=12, help="clients of the pld scenario")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # e.g. Fashion-MNIST absent: digits instead
-    import fedgame.model  # noqa: F401  (imports out of the first timing)
+    import fedgame.model  # imports out of the first timing
     import fedgame.privacy.accountants.pld  # noqa: F401
 
     paths: list[tuple[str, Path]] = []
