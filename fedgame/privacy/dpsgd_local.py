@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from fedgame import reads
 from fedgame.privacy.accountants import check_describes, make_accountant
-from fedgame.privacy.accountants.base import check_reachable
+from fedgame.privacy.accountants.base import calibrate_targets, check_reachable
 from fedgame.privacy.base import Charge, Charges, PerClientCharges, PrivacyPlan
 from fedgame.privacy.calibrate import privacy_aware_sigma
 from fedgame.privacy.local_common import (
@@ -203,9 +203,10 @@ class LocalDpSgd(PerClientCharges):
             before = done
 
             def tick(n: int, _: int, before: int = before) -> None:
-                report("calibrating noise", before + n, total, "budgets")
+                report("calibrating noise", min(before + n, total), total, "budgets")
 
-            zs = self.accountant.calibrate_many(
+            zs = calibrate_targets(
+                self.accountant,
                 epsilons=list(targets.values()),
                 delta=delta,
                 releases=t,

@@ -317,6 +317,32 @@ class StateAccountant(AccountantBase):
         return float(self.to_epsilon((count * inc)[None, :], np.array([delta]))[0])
 
 
+def calibrate_targets(
+    accountant: Accountant,
+    *,
+    epsilons: Sequence[float] | np.ndarray,
+    delta: float,
+    releases: int,
+    template: Charge,
+    progress: Callable[[int, int], None] | None = None,
+) -> np.ndarray:
+    """One z per ε target: ``calibrate_many`` where the accountant has it, else target by target
+    (a plug-in accountant that only implements the Protocol's ``calibrate``)."""
+    if isinstance(accountant, AccountantBase):
+        return accountant.calibrate_many(
+            epsilons=epsilons, delta=delta, releases=releases, template=template, progress=progress
+        )
+    targets = [float(e) for e in np.asarray(epsilons, dtype=float).reshape(-1)]
+    out = np.empty(len(targets))
+    for i, eps in enumerate(targets):
+        out[i] = accountant.calibrate(
+            epsilon=eps, delta=delta, releases=releases, template=template
+        )
+        if progress is not None:
+            progress(i + 1, len(targets))
+    return out
+
+
 def make_accountant(name: str, *, key: str = "privacy.accountant") -> Accountant:
     """A fresh accountant plug-in by registered name (unknown names list the valid ones)."""
     registry.entry("accountant", name, key=key)
