@@ -6,7 +6,7 @@ how many distinct targets were solved. PLD event caches are cleared between scen
 
     python bench/calibration.py                 # the pld scenario, then scenarios/*.yaml
     python bench/calibration.py --only pld      # just the 12-budget pld scenario
-    python bench/calibration.py --clients 4     # a smaller pld population
+    python bench/calibration.py --clients 4     # a smaller pld population (k = min(4, clients))
 
 The pld scenario is issue 28's: ``dpsgd_local`` with ``calibration: accountant, accountant:
 pld``, 12 clients with ε_total ~ U(2, 8), δ = 1e-5, 5 local steps of batch 16 on ``digits``.
@@ -33,7 +33,7 @@ population:
 data: {{dataset: {{kind: digits}}, partition: {{kind: iid}}}}
 model: {{kind: logreg}}
 training: {{local_steps: 5, batch_size: 16, device: cpu}}
-selection: {{kind: uniform, k: 4}}
+selection: {{kind: uniform, k: {k}}}
 privacy: {{kind: dpsgd_local, clip: 1.0, calibration: accountant, accountant: pld}}
 """
 
@@ -81,7 +81,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if args.only in (None, "pld"):
             pld = Path(tmp) / "pld.yaml"
-            pld.write_text(PLD_SCENARIO.format(clients=args.clients))
+            pld.write_text(PLD_SCENARIO.format(clients=args.clients, k=min(4, args.clients)))
             paths.append((f"pld_setup ({args.clients} budgets)", pld))
         if args.only in (None, "shipped"):
             paths += [(p.stem, p) for p in sorted((REPO / "scenarios").glob("*.yaml"))]
