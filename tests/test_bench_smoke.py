@@ -25,7 +25,7 @@ def test_calibration_bench_prints_the_pld_setup_line():
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     header, line = proc.stdout.splitlines()
-    assert header.split() == ["scenario", "set-up", "calibrate", "targets"]
+    assert header.split() == ["scenario", "set-up", "cpu", "calibrate", "targets"]
     assert line.startswith("pld_setup (2 budgets)")
     total, calibrating, solved = line.split()[-3:]
     assert float(calibrating[:-1]) <= float(total[:-1])
