@@ -202,9 +202,10 @@ class AccountantBase:
         """``calibrate`` for several ε targets sharing (δ, releases, template), one z each.
 
         The targets share one decreasing curve ε(z): they are solved from the largest ε
-        (smallest z) up, each search starting from the previous answer, and every answer is
-        cached by (template, ε, δ, releases) as ``calibrate``'s. ``progress(done, total)`` is
-        called after each distinct target that had to be solved.
+        (smallest z) up, each search handed the previous answer as a start (``_search``: the
+        pld accountant uses it, the others search as ``calibrate`` always did), and every
+        answer is cached by (template, ε, δ, releases) as ``calibrate``'s.
+        ``progress(done, total)`` is called after each distinct target that had to be solved.
         """
         if not (isinstance(releases, int | np.integer) and releases >= 1):
             raise ScenarioError("releases", releases, "must be an integer >= 1")

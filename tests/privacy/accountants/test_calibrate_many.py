@@ -102,3 +102,25 @@ def test_pld_default_interval_answer_is_checked_on_its_own_pld() -> None:
     (z,) = acc.calibrate_many(epsilons=[3.0], delta=1e-5, releases=1, template=template)
     assert _eps(acc, template, z, releases=1, delta=1e-5) <= 3.0
     assert _eps(acc, template, z / (1 + acc.calibration_minimal_rtol), releases=1, delta=1e-5) > 3.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    scale=st.floats(1e-3, 1e3),
+    power=st.floats(0.3, 3.0),
+    epsilon=st.floats(1e-2, 50.0),
+    start=st.floats(1e-3, 1e3),
+    factor=st.floats(1.001, 8.0),
+)
+def test_a_warm_start_finds_the_same_crossing(
+    scale: float, power: float, epsilon: float, start: float, factor: float
+) -> None:
+    """``search_noise`` from any start and bracket factor: meets ε, within rtol of the crossing."""
+
+    def composed(z: float) -> float:
+        return scale / z**power
+
+    rtol = 1e-4
+    z = search_noise(composed, epsilon=epsilon, rtol=rtol, start=start, factor=factor)
+    assert composed(z) <= epsilon
+    assert composed(z / (1 + 2 * rtol)) > epsilon
