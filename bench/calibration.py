@@ -1,9 +1,9 @@
 """Set-up time of noise calibration: the 12-budget ``pld`` scenario and the shipped scenarios.
 
-For each scenario the script builds the model (everything before round 1) once and prints the
-set-up wall time, its CPU time (less sensitive to other processes on a shared machine), the wall
-time spent in ``calibrate_many`` (all the accountants' calibrations), and how many distinct
-targets were solved. PLD event caches are cleared between scenarios::
+For each scenario the script loads and validates it and builds the model (everything before
+round 1) once, and prints that set-up's wall time, its CPU time (less sensitive to other
+processes on a shared machine), the wall time spent in ``calibrate_many`` (all the
+accountants' calibrations), and how many distinct targets were solved. PLD event caches are cleared between scenarios::
 
     python bench/calibration.py                 # the pld scenario, then scenarios/*.yaml
     python bench/calibration.py --only pld      # just the 12-budget pld scenario
@@ -66,9 +66,8 @@ def setup_time(path: Path) -> tuple[float, float, float, int]:
 
     setattr(AccountantBase, method, timed)
     try:
-        scenario = load_scenario(path)
         started, cpu = time.perf_counter(), time.process_time()
-        FedGameModel(scenario)
+        FedGameModel(load_scenario(path))  # validation (its calibrations) and construction
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         return wall, cpu, spent[0], int(spent[1])
     finally:
