@@ -3,7 +3,8 @@
 For each scenario the script loads and validates it and builds the model (everything before
 round 1) once, and prints that set-up's wall time, its CPU time (less sensitive to other
 processes on a shared machine), the wall time spent in ``calibrate_many`` (all the
-accountants' calibrations), and how many distinct targets were solved. PLD event caches are cleared between scenarios::
+accountants' calibrations), and how many distinct targets were solved. PLD event caches are
+cleared between scenarios::
 
     python bench/calibration.py                 # the pld scenario, then scenarios/*.yaml
     python bench/calibration.py --only pld      # just the 12-budget pld scenario
