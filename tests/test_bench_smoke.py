@@ -18,3 +18,15 @@ def test_dpsgd_step_bench_prints_a_line_per_model():
     assert lines[2].split()[:2] == ["logreg", "7,850"]
     assert lines[3].split()[:2] == ["lenet5", "61,706"]
     assert all(line.count(" ms") == 2 for line in lines[2:])
+
+
+def test_calibration_bench_prints_the_pld_setup_line():
+    cmd = [sys.executable, "bench/calibration.py", "--only", "pld", "--clients", "2"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    header, line = proc.stdout.splitlines()
+    assert header.split() == ["scenario", "set-up", "cpu", "calibrate", "targets"]
+    assert line.startswith("pld_setup (2 budgets)")
+    total, _, calibrating, solved = line.split()[-4:]
+    assert float(calibrating[:-1]) <= float(total[:-1])
+    assert int(solved) == 3  # the validation's strictest target and the two budgets

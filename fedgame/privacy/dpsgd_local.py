@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from fedgame import reads
 from fedgame.privacy.accountants import check_describes, make_accountant
-from fedgame.privacy.accountants.base import check_reachable
+from fedgame.privacy.accountants.base import calibrate_targets, check_reachable
 from fedgame.privacy.base import Charge, Charges, PerClientCharges, PrivacyPlan
 from fedgame.privacy.calibrate import privacy_aware_sigma
 from fedgame.privacy.local_common import (
@@ -21,6 +21,7 @@ from fedgame.privacy.local_common import (
     participations_field,
     training_from,
 )
+from fedgame.progress import report
 from fedgame.registry import Example, register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientValues, ClientView, Response, RoundInfo, SetupContext
@@ -175,6 +176,50 @@ class LocalDpSgd(PerClientCharges):
             fedsgd=t.mode == "fedsgd",
         )
 
+    def _key(self, client: ClientView) -> tuple[Any, ...]:
+        q, b, steps, _ = self.geometry(client)
+        _, _, t, share = self.participation.budget(client)
+        return (client.epsilon_total, client.delta, t, share, q, b, steps, client.dataset_size)
+
+    def calibrate_clients(self, clients: Sequence[ClientView]) -> None:
+        """Solve every uncached client's z at once: one ``calibrate_many`` per shared curve.
+
+        Clients with the same (δ, T, q, steps) share the curve ε(z) and differ only in their
+        ε target; set-up progress (:mod:`fedgame.progress`) counts the targets solved.
+        """
+        if self.config.calibration != "accountant":
+            return
+        groups: dict[tuple[Any, ...], dict[tuple[Any, ...], float]] = {}
+        for client in clients:
+            key = self._key(client)
+            if key in self._z_cache:
+                continue
+            q, _, steps, _ = self.geometry(client)
+            eps, delta, t, _ = self.participation.budget(client)
+            groups.setdefault((delta, t, q, steps), {})[key] = eps
+        total = sum(len(set(g.values())) for g in groups.values())
+        done = 0
+        for (delta, t, q, steps), targets in groups.items():
+            before = done
+
+            def tick(n: int, _: int, before: int = before) -> None:
+                report("calibrating noise", min(before + n, total), total, "budgets")
+
+            zs = calibrate_targets(
+                self.accountant,
+                epsilons=list(targets.values()),
+                delta=delta,
+                releases=t,
+                template=Charge("subsampled_gaussian", sample_rate=q, steps=steps),
+                progress=tick,
+            )
+            self._z_cache.update(zip(targets.keys(), zs.tolist()))
+            done += len(set(targets.values()))
+
+    def next_charges(self, clients: Sequence[ClientView]) -> Charges:
+        self.calibrate_clients(clients)
+        return Charges.of([self.next_charge(c) for c in clients])
+
     def terms(self, client: ClientView, *, release: bool = False) -> tuple[Charge, float]:
         """The charge of one participation and the per-step noise std (gradient units).
 
@@ -182,8 +227,8 @@ class LocalDpSgd(PerClientCharges):
         """
         q, b, steps, copies = self.geometry(client)
         sens = self.factor * copies * self.config.clip / b
-        eps, delta, t, share = self.participation.budget(client)
-        key = (client.epsilon_total, client.delta, t, share, q, b, steps, client.dataset_size)
+        eps, delta, t, _ = self.participation.budget(client)
+        key = self._key(client)
         if key not in self._z_cache:
             if self.config.calibration == "paper":
                 sigma = privacy_aware_sigma(
@@ -217,6 +262,7 @@ class LocalDpSgd(PerClientCharges):
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
+        self.calibrate_clients(clients)
         terms = [self.terms(c, release=True) for c in clients]
         for c, (_, std) in zip(clients, terms):
             q, b, _, _ = self.geometry(c)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from fedgame.errors import BudgetExhausted, DivergenceError, Interrupted, PrivacyViolation
+from fedgame.progress import setup_progress
 from fedgame.run import store
 from fedgame.run.devices import CUDA_ENV
 from fedgame.run.interrupts import StopOnSignal, signal_of
@@ -86,7 +87,8 @@ def simulate(
     started = time.perf_counter()
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     with StopOnSignal() as stop:
-        model = FedGameModel(scenario, replicate=replicate)  # a signal here keeps nothing
+        with setup_progress(progress):  # a line on stderr once set-up passes 2 s
+            model = FedGameModel(scenario, replicate=replicate)  # a signal here keeps nothing
         setup_s = time.perf_counter() - started
         status, message, signum = "completed", "", 0
         violation: dict[str, Any] | None = None

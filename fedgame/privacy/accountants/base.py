@@ -20,7 +20,7 @@ mechanism is a declared capability, ``describes(noise_family)``, checked at vali
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -101,30 +101,39 @@ def occurrence_rank(ids: np.ndarray) -> np.ndarray:
 
 
 def search_noise(
-    composed: Callable[[float], float], *, epsilon: float, rtol: float = 1e-7
+    composed: Callable[[float], float],
+    *,
+    epsilon: float,
+    rtol: float = 1e-7,
+    start: float = 1.0,
+    factor: float = 4.0,
 ) -> float:
     """Smallest z (to ``rtol``, rounded up) with ``composed(z) <= epsilon``; ``composed``
     must decrease in z.
 
-    A bracket [z/4, z] is widened until it holds the crossing; Brent's method on log z then
+    A bracket [z/factor, z] from z = ``start`` is moved until it holds the crossing (a start
+    near the answer and a small factor bracket it in two evaluations); Brent's method on log z then
     finds it to ``rtol / 2`` (about 10 evaluations where bisection takes 25: each one is an
     accountant's composition, seconds for a subsampled Gaussian), and the answer is the
     bracket's upper end, checked: if it misses the target, bisection finishes the search.
     """
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ScenarioError("epsilon", epsilon, "a calibration target must be finite and > 0")
-    hi = 1.0
-    for _ in range(80):
+    if not (start > 0 and factor > 1):
+        raise ValueError(f"search_noise needs start > 0 and factor > 1, got {start}, {factor}")
+    steps = max(80, math.ceil(80 * math.log(4.0) / math.log(factor)))  # as far as 4^80
+    hi = start
+    for _ in range(steps):
         if composed(hi) <= epsilon:
             break
-        hi *= 4.0
+        hi *= factor
     else:
         raise ScenarioError("epsilon", epsilon, "no noise multiplier below 4^80 reaches it")
-    lo = hi / 4.0
-    for _ in range(80):
+    lo = hi / factor
+    for _ in range(steps):
         if composed(lo) > epsilon:
             break
-        hi, lo = lo, lo / 4.0
+        hi, lo = lo, lo / factor
     else:
         return hi  # even tiny noise meets the target (e.g. a very loose δ)
     from scipy.optimize import brentq
@@ -176,6 +185,28 @@ class AccountantBase:
 
     def calibrate(self, *, epsilon: float, delta: float, releases: int, template: Charge) -> float:
         """Smallest z meeting (ε, δ) over ``releases`` releases of ``template`` (cached)."""
+        z = self.calibrate_many(
+            epsilons=[epsilon], delta=delta, releases=releases, template=template
+        )
+        return float(z[0])
+
+    def calibrate_many(
+        self,
+        *,
+        epsilons: Sequence[float] | np.ndarray,
+        delta: float,
+        releases: int,
+        template: Charge,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
+        """``calibrate`` for several ε targets sharing (δ, releases, template), one z each.
+
+        The targets share one decreasing curve ε(z): they are solved from the largest ε
+        (smallest z) up, each search handed the previous answer as a start (``_search``: the
+        pld accountant uses it, the others search as ``calibrate`` always did), and every
+        answer is cached by (template, ε, δ, releases) as ``calibrate``'s.
+        ``progress(done, total)`` is called after each distinct target that had to be solved.
+        """
         if not (isinstance(releases, int | np.integer) and releases >= 1):
             raise ScenarioError("releases", releases, "must be an integer >= 1")
         if not 0 < delta < 1:
@@ -184,24 +215,40 @@ class AccountantBase:
             raise ScenarioError(
                 "accountant", self.name, f"cannot describe {template.noise!r} releases"
             )
-        key = (
-            template.noise,
-            template.sample_rate,
-            template.steps,
-            template.delta,
-            float(epsilon),
-            float(delta),
-            int(releases),
-        )
-        if key not in self._calibrated:
-            self._calibrated[key] = search_noise(
-                lambda z: self.composed_epsilon(
-                    replace(template, noise_multiplier=z), count=int(releases), delta=delta
-                ),
-                epsilon=epsilon,
-                rtol=self.calibration_rtol,
+        targets = [float(e) for e in np.asarray(epsilons, dtype=float).reshape(-1)]
+        base = (template.noise, template.sample_rate, template.steps, template.delta)
+        tail = (float(delta), int(releases))
+        todo = sorted({e for e in targets if (*base, e, *tail) not in self._calibrated})
+        hint: float | None = None
+        for done, eps in enumerate(reversed(todo), start=1):  # largest ε: smallest z first
+            hint = self._search(
+                epsilon=eps,
+                delta=float(delta),
+                releases=int(releases),
+                template=template,
+                hint=hint,
             )
-        return self._calibrated[key]
+            self._calibrated[(*base, eps, *tail)] = hint
+            if progress is not None:
+                progress(done, len(todo))
+        return np.array([self._calibrated[(*base, e, *tail)] for e in targets], dtype=float)
+
+    def _search(
+        self, *, epsilon: float, delta: float, releases: int, template: Charge, hint: float | None
+    ) -> float:
+        """One target's smallest z: Brent on this accountant's ``composed_epsilon``.
+
+        ``hint`` (a nearby target's answer) is not used here, so every accountant that keeps
+        this search returns what it returned target by target.
+        """
+        del hint
+        return search_noise(
+            lambda z: self.composed_epsilon(
+                replace(template, noise_multiplier=z), count=releases, delta=delta
+            ),
+            epsilon=epsilon,
+            rtol=self.calibration_rtol,
+        )
 
     calibration_rtol: ClassVar[float] = 1e-7
 
@@ -269,6 +316,32 @@ class StateAccountant(AccountantBase):
     def composed_epsilon(self, release: Charge, *, count: int, delta: float) -> float:
         inc = self._increments(Charges.of([release]))[0]
         return float(self.to_epsilon((count * inc)[None, :], np.array([delta]))[0])
+
+
+def calibrate_targets(
+    accountant: Accountant,
+    *,
+    epsilons: Sequence[float] | np.ndarray,
+    delta: float,
+    releases: int,
+    template: Charge,
+    progress: Callable[[int, int], None] | None = None,
+) -> np.ndarray:
+    """One z per ε target: ``calibrate_many`` where the accountant has it, else target by target
+    (a plug-in accountant that only implements the Protocol's ``calibrate``)."""
+    if isinstance(accountant, AccountantBase):
+        return accountant.calibrate_many(
+            epsilons=epsilons, delta=delta, releases=releases, template=template, progress=progress
+        )
+    targets = [float(e) for e in np.asarray(epsilons, dtype=float).reshape(-1)]
+    out = np.empty(len(targets))
+    for i, eps in enumerate(targets):
+        out[i] = accountant.calibrate(
+            epsilon=eps, delta=delta, releases=releases, template=template
+        )
+        if progress is not None:
+            progress(i + 1, len(targets))
+    return out
 
 
 def make_accountant(name: str, *, key: str = "privacy.accountant") -> Accountant:
