@@ -16,11 +16,11 @@ name: setup_progress
 seed: 0
 rounds: 1
 population:
-  clients: 6
+  clients: 3
   budget: {epsilon: {dist: uniform, low: 2.0, high: 8.0}, delta: 1.0e-5}
 data: {dataset: {kind: digits}, partition: {kind: iid}}
 model: {kind: logreg}
-training: {local_steps: 2, batch_size: 16, device: cpu}
+training: {local_steps: 2, batch_size: 512, device: cpu}  # q = 1: closed-form calibration
 selection: {kind: uniform, k: 2}
 privacy: {kind: dpsgd_local, clip: 1.0, calibration: accountant, accountant: rdp}
 """
@@ -48,8 +48,8 @@ def _run(tmp_path: Path, *, delay: float, quiet: bool = False) -> str:
 @pytest.mark.slow
 def test_a_slow_setup_shows_the_calibration_count_and_a_fast_one_shows_nothing(tmp_path) -> None:
     slow = _run(tmp_path, delay=0.0)  # every set-up counts as slow
-    assert "calibrating noise: " in slow and " of 6 budgets" in slow
-    assert "calibrating noise: 6 of 6 budgets\n" in slow  # the line ends before the run's bar
+    assert "calibrating noise: " in slow and " of 3 budgets" in slow
+    assert "calibrating noise: 3 of 3 budgets\n" in slow  # the line ends before the run's bar
     assert "calibrating noise" not in _run(tmp_path, delay=600.0)
     assert "calibrating noise" not in _run(tmp_path, delay=0.0, quiet=True)
 
