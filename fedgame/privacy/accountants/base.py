@@ -219,19 +219,39 @@ class AccountantBase:
         base = (template.noise, template.sample_rate, template.steps, template.delta)
         tail = (float(delta), int(releases))
         todo = sorted({e for e in targets if (*base, e, *tail) not in self._calibrated})
-        hint: float | None = None
-        for done, eps in enumerate(reversed(todo), start=1):  # largest ε: smallest z first
-            hint = self._search(
-                epsilon=eps,
+        if todo:
+            solved = self._solve_targets(
+                todo[::-1],
                 delta=float(delta),
                 releases=int(releases),
                 template=template,
-                hint=hint,
+                progress=None if progress is None else lambda k: progress(k, len(todo)),
             )
-            self._calibrated[(*base, eps, *tail)] = hint
-            if progress is not None:
-                progress(done, len(todo))
+            for eps, z in zip(todo[::-1], solved):
+                self._calibrated[(*base, eps, *tail)] = z
         return np.array([self._calibrated[(*base, e, *tail)] for e in targets], dtype=float)
+
+    def _solve_targets(
+        self,
+        targets: Sequence[float],
+        *,
+        delta: float,
+        releases: int,
+        template: Charge,
+        progress: Callable[[int], None] | None,
+    ) -> list[float]:
+        """z for each of ``targets`` (distinct, largest ε first): one ``_search`` each, every
+        search started from the previous answer. ``progress(k)`` after the k-th."""
+        out: list[float] = []
+        hint: float | None = None
+        for done, eps in enumerate(targets, start=1):
+            hint = self._search(
+                epsilon=eps, delta=delta, releases=releases, template=template, hint=hint
+            )
+            out.append(hint)
+            if progress is not None:
+                progress(done)
+        return out
 
     def _search(
         self, *, epsilon: float, delta: float, releases: int, template: Charge, hint: float | None

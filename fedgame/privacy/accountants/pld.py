@@ -1,7 +1,11 @@
 """``pld``: privacy-loss-distribution accounting (Koskela et al.; Doroshenko et al.).
 
 Numerically tight for Gaussian, Poisson-subsampled Gaussian and Laplace releases, with
-``dp_accounting``'s pessimistic discretisation (``value_discretization_interval``). A client's
+``dp_accounting``'s pessimistic discretisation (``value_discretization_interval``, default
+1e-3). Against 1e-4 it over-reports ε by at most 4e-4 relative on three DP-SGD curves
+(z = 1, q = 0.01, 1,000 steps: 1.82893 vs 1.82824; z = 0.8, q = 0.05, 1,000 steps: 17.5809
+vs 17.5807; z = 2, q = 0.2, 200 steps: 7.37234 vs 7.37228), and builds each event PLD 5-10x
+faster (0.26-0.46 s against 1.6-3.8 s on the shared 2-core machine). A client's
 plain Gaussian releases compose exactly in closed form (Gaussian DP: one Gaussian of
 multiplier (Σ 1/z_i²)^(-1/2), whose ε is the analytic Gaussian mechanism's), in microseconds;
 its other releases are composed as PLDs built with the public
@@ -20,6 +24,7 @@ pessimistic PLD of its pure-DP guarantee (``from_privacy_parameters``): two loss
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -28,6 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from fedgame.privacy.accountants.base import AccountantBase, occurrence_rank, search_noise
+from fedgame.privacy.accountants.curve import solve_on_curve
 from fedgame.privacy.base import Charge, Charges
 from fedgame.privacy.calibrate import analytic_gaussian_epsilon
 from fedgame.registry import register
@@ -151,10 +157,13 @@ class PldAccountant(AccountantBase):
 
         model_config = ConfigDict(extra="forbid", frozen=True)
         value_discretization_interval: float = Field(
-            default=1e-4,
+            default=1e-3,
             gt=0.0,
             le=0.1,
-            description="privacy-loss discretisation (smaller: tighter and slower)",
+            description=(
+                "privacy-loss discretisation (smaller: tighter and slower; ε at 1e-3 is "
+                "within 4e-4 relative of ε at 1e-4 on DP-SGD curves)"
+            ),
         )
 
     def __init__(self, config: Config | None = None) -> None:
@@ -216,6 +225,51 @@ class PldAccountant(AccountantBase):
                 event = event.self_compose(count)
             ledger = _Ledger().compose(event, release)
         return self._at(ledger, delta)
+
+    def _solve_targets(
+        self,
+        targets: Sequence[float],
+        *,
+        delta: float,
+        releases: int,
+        template: Charge,
+        progress: Callable[[int], None] | None,
+    ) -> list[float]:
+        """Every target on one curve (:mod:`fedgame.privacy.accountants.curve`): a coarse
+        pessimistic PLD at :data:`SEARCH_INTERVAL` for the shape, the accountant's own PLD
+        (``composed_epsilon``, one evaluation a target where all goes well, reused by the
+        ledger) to certify each answer; target by target (``_search``) where that fails."""
+        interval = self.config.value_discretization_interval
+        if _plain_gaussian(template) or interval >= SEARCH_INTERVAL:
+            return super()._solve_targets(
+                targets, delta=delta, releases=releases, template=template, progress=progress
+            )
+
+        def coarse(z: float) -> float:
+            event = event_pld(
+                template.noise,
+                z=z,
+                q=float(template.sample_rate),
+                steps=int(template.steps),
+                interval=SEARCH_INTERVAL,
+            )
+            if event is None or event is math.inf:
+                return 0.0 if event is None else math.inf
+            if releases > 1:
+                event = event.self_compose(releases)
+            return float(event.get_epsilon_for_delta(delta))
+
+        def fine(z: float) -> float:
+            return self.composed_epsilon(
+                replace(template, noise_multiplier=z), count=releases, delta=delta
+            )
+
+        solved = solve_on_curve(targets, coarse=coarse, fine=fine, progress=progress)
+        if solved is not None:
+            return solved
+        return super()._solve_targets(
+            targets, delta=delta, releases=releases, template=template, progress=progress
+        )
 
     def _search(
         self, *, epsilon: float, delta: float, releases: int, template: Charge, hint: float | None
