@@ -5,7 +5,9 @@ scope around the model's construction; code deep in the set-up (noise calibratio
 :func:`report` with a phase and a count. Outside such a scope (``--quiet``, the Python API's
 default, sweep workers) ``report`` does nothing. Within it, nothing is written until ``delay``
 seconds have passed since the scope opened; then each report rewrites one stderr line in place
-(``calibrating noise: 5 of 12 budgets``), ended by a newline when the scope closes.
+(``calibrating noise: 5 of 12 budgets``), ended by a newline when the phase changes (pricing
+the first releases under ``rdp``: ``pricing releases: 40 of 100 noise levels``) and when the
+scope closes.
 """
 
 from __future__ import annotations
@@ -29,12 +31,17 @@ class SetupProgress:
         self.delay = delay
         self.started = time.perf_counter()
         self.width = 0  # length of the line on screen (0: nothing written)
+        self.phase = ""
 
     def update(self, phase: str, done: int, total: int, unit: str) -> None:
         """Show ``phase: done of total unit`` if the set-up has run ``delay`` seconds."""
         if time.perf_counter() - self.started < self.delay:
             return
         line = f"{phase}: {done} of {total} {unit}"
+        if self.width and phase != self.phase:  # a new phase: keep the last one's count
+            self.stream.write("\n")
+            self.width = 0
+        self.phase = phase
         self.stream.write("\r" + line.ljust(self.width))
         self.stream.flush()
         self.width = len(line)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,27 @@ def test_nothing_before_the_delay_and_nothing_when_disabled() -> None:
     with setup_progress(False, stream=out, delay=0.0) as off:
         assert off is None
     assert out.getvalue() == ""
+
+
+def test_a_new_phase_keeps_the_last_count_of_the_one_before() -> None:
+    out = io.StringIO()
+    with setup_progress(True, stream=out, delay=0.0) as shown:
+        assert shown is not None
+        shown.update("calibrating noise", 2, 2, "budgets")
+        shown.update("pricing releases", 1, 3, "noise levels")
+    assert out.getvalue() == (
+        "\rcalibrating noise: 2 of 2 budgets\n\rpricing releases: 1 of 3 noise levels\n"
+    )
+
+
+def test_rdp_pricing_counts_the_distinct_noise_levels() -> None:
+    from fedgame.privacy.accountants.rdp import RdpAccountant
+    from fedgame.privacy.base import Charge, Charges
+
+    template = Charge("subsampled_gaussian", sample_rate=0.1, steps=2)
+    charges = Charges.of([replace(template, noise_multiplier=z) for z in (1.0, 2.0, 1.0, 3.0)])
+    out = io.StringIO()
+    with setup_progress(True, stream=out, delay=0.0):
+        RdpAccountant().increments(charges)
+    assert out.getvalue().endswith("\rpricing releases: 3 of 3 noise levels\n")
+    assert "4 noise levels" not in out.getvalue()

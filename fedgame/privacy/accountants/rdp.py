@@ -3,8 +3,10 @@
 Each client's state is its RDP curve at a fixed list of orders; composition adds curves.
 The curve of one release is what a fresh ``dp_accounting.rdp.RdpAccountant`` reports after
 composing the release's DpEvent (public API: ``compose`` and the ``rdp`` property), cached per
-(family, z, q); ε at δ is the conversion of Canonne, Kamath & Steinke (2020, Prop. 12) that
-``dp_accounting.rdp.compute_epsilon`` uses, vectorised over clients (tested equal to it).
+(family, z, q), with a set-up progress line (``pricing releases: k of n noise levels``) where
+pricing the first releases takes more than 2 s. ε at δ is the conversion of Canonne, Kamath &
+Steinke (2020, Prop. 12) that ``dp_accounting.rdp.compute_epsilon`` uses, vectorised over
+clients (tested equal to it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fedgame.privacy.accountants.base import StateAccountant
 from fedgame.privacy.base import Charges, release_event
+from fedgame.progress import report
 from fedgame.registry import register
 
 
@@ -130,17 +133,18 @@ class RdpAccountant(StateAccountant):
         families, codes = np.unique(charges.noise.astype(str), return_inverse=True)
         keys = np.stack([codes.astype(float), charges.noise_multiplier, charges.sample_rate], 1)
         uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-        table = np.stack(
-            [
+        rows = []
+        for k, (c, z, q) in enumerate(uniq.tolist(), start=1):
+            rows.append(
                 event_rdp(
                     str(families[int(c)]),
                     noise_multiplier=float(z),
                     sample_rate=float(q),
                     orders=self._key,
                 )
-                for c, z, q in uniq
-            ]
-        )
+            )
+            report("pricing releases", k, len(uniq), "noise levels")
+        table = np.stack(rows)
         steps = charges.steps.astype(float)[:, None]
         with np.errstate(invalid="ignore"):
             inc = steps * table[inverse.ravel()]
