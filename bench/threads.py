@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -84,6 +85,7 @@ def main() -> None:
         f"{os.cpu_count()} CPUs, torch default {before_threads} threads, load average "
         f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} before {args.busy} busy processes"
     )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the busy processes too
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     rows: list[dict[str, float | str]] = []
     try:
