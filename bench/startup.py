@@ -147,9 +147,13 @@ def import_seconds(env: dict[str, str]) -> float:
     return timed([sys.executable, "-c", code], env)
 
 
-def one_run(out: Path, env: dict[str, str], rounds: int) -> dict[str, float]:
+def one_run(
+    out: Path, env: dict[str, str], rounds: int, threads: int | None = None
+) -> dict[str, float]:
     """One ``fedgame run`` of the workload: wall, median round, set-up."""
     cmd = [sys.executable, "-m", "fedgame", "run", str(SCENARIO), "--out", str(out), "--quiet"]
+    if threads:
+        cmd += ["--set", f"training.threads={threads}"]
     cmd += ["--set", f"rounds={rounds}", "--set", "data.dataset.fallback=null"]  # the real data
     wall = timed(cmd, env)
     run_dir = max((out / "flower_style").iterdir(), key=lambda p: p.stat().st_mtime)
@@ -169,20 +173,18 @@ def main() -> None:
     parser.add_argument("--flower", action="store_true", help="the Flower-style workload")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--cold", action="store_true", help="first run with an empty cache")
-    parser.add_argument("--threads", type=int, help="torch threads (OMP_NUM_THREADS)")
+    parser.add_argument("--threads", type=int, help="training.threads (default: the policy)")
     args = parser.parse_args()
     if not args.flower:
         first_round_main(args.repeats)
         return
     env = dict(os.environ)
-    if args.threads:
-        env["OMP_NUM_THREADS"] = str(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         if args.cold:
             env["FEDGAME_CACHE"] = str(Path(tmp) / "cache")
         print(
             f"{SCENARIO.name}, {args.rounds} rounds, {os.cpu_count()} CPUs, "
-            f"threads={args.threads or 'default'}, "
+            f"training.threads={args.threads or 'auto'}, "
             f"cache={env.get('FEDGAME_CACHE', '~/.cache/fedgame')}"
         )
         print(
@@ -192,7 +194,7 @@ def main() -> None:
         ratios = []
         for i in range(args.repeats):
             imports = import_seconds(env)
-            run = one_run(Path(tmp) / "out", env, args.rounds)
+            run = one_run(Path(tmp) / "out", env, args.rounds, args.threads)
             ratio = run["wall"] / (args.rounds * run["median_round"])
             ratios.append(ratio)
             label = "cold" if (args.cold and i == 0) else str(i + 1)
