@@ -84,6 +84,7 @@ def simulate(
     the result attached (``exc.result``). Signals that arrive while the folder is written
     wait until it is complete.
     """
+    import fedgame.model  # noqa: F401  (mesa before torch: see fedgame.run.threads.using_threads)
     from fedgame.learning.device import device_name
     from fedgame.run.threads import choose_threads, using_threads
 

@@ -168,7 +168,13 @@ def choose_threads(scenario: Scenario, *, device: str = "cpu") -> ThreadChoice:
 @contextmanager
 def using_threads(threads: int) -> Iterator[None]:
     """Run the block with ``threads`` torch intra-op threads and BLAS/OpenMP thread pools
-    (threadpoolctl), then restore the caller's settings."""
+    (threadpoolctl), then restore the caller's settings.
+
+    This imports torch; a run imports ``fedgame.model`` (mesa, then torch) first, because
+    mesa's module loggers inspect the call stack and every loaded module when ``mesa.model``
+    is imported: after torch's modules are loaded that took 0.6-0.9 s instead of 0.4 s on
+    the loaded 2-core machine (``python -X importtime``, self time of ``mesa.model``).
+    """
     import torch
     from threadpoolctl import threadpool_limits
 
