@@ -397,8 +397,13 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         config = {"replay": str(runs[-1].resolve())}
     else:
         scenario = load_scenario(target, args.overrides)
-        _print_warnings(preflight(scenario, file=args.target).warnings(args.target))
+        checked = preflight(scenario, file=args.target)
+        _print_warnings(checked.warnings(args.target))
         config = {"scenario": str(target.resolve()), "overrides": list(args.overrides)}
+        from fedgame.run.threads import choose_threads, set_process_threads
+
+        # every thread of the server (Solara steps the model in its own) starts with these
+        set_process_threads(choose_threads(scenario, device=checked.device).threads)
     from fedgame.viz.serve import serve
 
     serve(config, host=args.host, port=args.port)

@@ -29,9 +29,8 @@ with open(sys.argv[1], "w") as out:
 """
 
 
-def imported_by(argv: list[str], tmp_path: Path) -> tuple[int, set[str]]:
-    """Exit code of ``fedgame *argv`` in a fresh interpreter and the top-level packages it
-    imported."""
+def modules_of(argv: list[str], tmp_path: Path) -> tuple[int, set[str]]:
+    """Exit code of ``fedgame *argv`` in a fresh interpreter and every module it imported."""
     record = tmp_path / "modules.json"
     subprocess.run(
         [sys.executable, "-c", _WRAPPER, str(record), *argv],
@@ -41,7 +40,14 @@ def imported_by(argv: list[str], tmp_path: Path) -> tuple[int, set[str]]:
         timeout=300,
     )
     found = json.loads(record.read_text())
-    return found["code"], {name.split(".")[0] for name in found["modules"]}
+    return found["code"], set(found["modules"])
+
+
+def imported_by(argv: list[str], tmp_path: Path) -> tuple[int, set[str]]:
+    """Exit code of ``fedgame *argv`` in a fresh interpreter and the top-level packages it
+    imported."""
+    code, modules = modules_of(argv, tmp_path)
+    return code, {name.split(".")[0] for name in modules}
 
 
 LIGHT_COMMANDS = [
@@ -55,6 +61,7 @@ LIGHT_COMMANDS = [
     ["scenarios", "quickstart"],
     ["validate", str(REPO / "scenarios" / "quickstart.yaml")],
     ["validate", str(REPO / "scenarios" / "lightdp.yaml"), "--out", "results"],
+    ["validate", str(REPO / "scenarios" / "quickstart.yaml"), "--set", "training.threads=2"],
 ]
 
 
@@ -70,3 +77,25 @@ def test_the_wrapper_sees_heavy_imports(tmp_path: Path) -> None:
     # a command that computes does import them: the check above can fail
     _, packages = imported_by(["report", str(tmp_path / "nothing")], tmp_path)
     assert {"pandas"} <= packages
+
+
+#: what a run of the quickstart does not need, before its first round or after: imported only
+#: by the plug-ins, analyses and executors that use them
+NOT_FOR_THE_QUICKSTART = (
+    "dp_accounting",
+    "sklearn",
+    "matplotlib",
+    "ray",
+    "solara",
+    "scipy.stats",
+    "scipy.optimize",
+    "scipy.ndimage",
+)
+
+
+def test_a_quickstart_run_defers_what_it_does_not_use(tmp_path: Path) -> None:
+    argv = ["run", str(REPO / "scenarios" / "quickstart.yaml"), "--set", "rounds=1"]
+    code, modules = modules_of([*argv, "--out", str(tmp_path / "out"), "--quiet"], tmp_path)
+    assert code == 0
+    assert {"torch", "mesa", "pandas", "threadpoolctl"} <= {m.split(".")[0] for m in modules}
+    assert modules.isdisjoint(NOT_FOR_THE_QUICKSTART), sorted(modules & set(NOT_FOR_THE_QUICKSTART))

@@ -120,10 +120,10 @@ def test_active_rows_stay_within_the_memory_estimate(name, sets, column):
     """Plug-ins that report a column for every client do not make every client active: the
     rows an ``active`` round keeps stay within what the memory estimate counts (4k), and
     ``all`` still has the column for every client."""
-    from fedgame.scenario.footprint import _client_rows, _trained_per_round
+    from fedgame.scenario.footprint import _client_rows, trained_per_round
 
     scenario = validate(_scenario_file(name, **sets))
-    estimate = _client_rows(scenario, _trained_per_round(scenario))
+    estimate = _client_rows(scenario, trained_per_round(scenario))
     assert estimate == 16
     active = simulate(scenario)
     assert active.clients.groupby("round").size().max() <= estimate

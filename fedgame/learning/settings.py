@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+
+#: the most threads ``training.threads`` may ask for
+MAX_THREADS = 1024
 
 
 class TrainingSettings(BaseModel):
@@ -69,6 +72,22 @@ class TrainingSettings(BaseModel):
         description="test samples per forward pass when the global model is evaluated (lower "
         "it when a large model runs out of memory)",
     )
+
+    threads: int | Literal["auto"] = Field(
+        default="auto",
+        description="CPU threads of torch and BLAS/OpenMP during the run: auto (one for a "
+        "small model; more for a large one, up to the cores free to the process; the "
+        "manifest's threads says how many and why) or a positive integer",
+    )
+
+    @field_validator("threads", mode="before")
+    @classmethod
+    def _threads(cls, value: object) -> object:
+        if value == "auto" or (
+            isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_THREADS
+        ):
+            return value
+        raise ValueError(f"auto or a whole number of threads from 1 to {MAX_THREADS}")
 
     def lr_at(self, round_index: int) -> float:
         """Learning rate at 0-based round ``round_index``."""

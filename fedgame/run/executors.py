@@ -35,6 +35,7 @@ from fedgame.plugins import add_search_dirs, module_dirs
 from fedgame.run.devices import WorkerPlan, plan_local_workers, ray_gpus, run_device
 from fedgame.run.grid import SweepRun
 from fedgame.run.single import RunResult
+from fedgame.run.threads import CORES_ENV, allowed_cores
 from fedgame.trust import TRUST_ENV, trusted
 
 EXECUTORS = ("local", "ray", "serial")
@@ -81,28 +82,36 @@ _PR_SET_PDEATHSIG = 1
 _watching = False
 
 
-def init_worker() -> None:
-    """Worker set-up: one torch thread and one BLAS/OpenMP thread per worker process."""
+def init_worker(cores: int = 1) -> None:
+    """Worker set-up: one torch thread and one BLAS/OpenMP thread per worker process between
+    runs, and ``cores`` cores for each run's thread policy to count
+    (:data:`~fedgame.run.threads.CORES_ENV`; :func:`~fedgame.run.threads.choose_threads`)."""
     import torch
     from threadpoolctl import threadpool_limits
 
+    os.environ[CORES_ENV] = str(max(1, cores))
     torch.set_num_threads(1)
     threadpool_limits(limits=1)
 
 
 def init_pool_worker(
-    driver: int, slots: Any = None, plugin_dirs: Sequence[str] = (), trust: bool = False
+    driver: int,
+    slots: Any = None,
+    plugin_dirs: Sequence[str] = (),
+    trust: bool = False,
+    cores: int = 1,
 ) -> None:
     """Local pool worker set-up: ignore SIGINT, die with ``driver`` (the process that started
     the pool), take this worker's environment (``CUDA_VISIBLE_DEVICES``: its GPU) from the
     ``slots`` queue when there is one, find the scenarios' plug-in modules where the driver
-    found them (trusting them when the driver did), then :func:`init_worker`."""
+    found them (trusting them when the driver did), then :func:`init_worker` with this
+    worker's share of the driver's cores (``cores``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(driver)
     if slots is not None:
         os.environ.update(slots.get(timeout=60))  # before CUDA is first used in this process
     take_plugins(plugin_dirs, trust)
-    init_worker()
+    init_worker(cores)
 
 
 def take_plugins(dirs: Sequence[str], trust: bool) -> None:
@@ -206,7 +215,8 @@ def failed(run: SweepRun, error: str) -> Outcome:
 
 
 class SerialExecutor:
-    """Runs in this process, one after the other (debugging, tests)."""
+    """Runs in this process, one after the other (debugging, tests); each run chooses its
+    threads (:mod:`fedgame.run.threads`) and restores this process's afterwards."""
 
     def run(self, runs: Sequence[SweepRun], on_done: OnDone) -> None:
         for run in runs:
@@ -220,7 +230,8 @@ class SerialExecutor:
 
 
 class LocalExecutor:
-    """A spawn-based process pool; one torch thread per worker.
+    """A spawn-based process pool; each worker's runs choose their threads from the worker's
+    share of the cores (:mod:`fedgame.run.threads`; one thread for small models).
 
     Workers are planned from the runs' devices (:func:`~fedgame.run.devices.plan_local_workers`):
     ``workers_per_gpu`` per GPU of ``gpus`` (default: the visible ones), each with
@@ -267,7 +278,13 @@ class LocalExecutor:
                     max_workers=size,
                     mp_context=context,
                     initializer=init_pool_worker,
-                    initargs=(os.getpid(), slots, plugin_dirs(runs), _driver_trusts(runs)),
+                    initargs=(
+                        os.getpid(),
+                        slots,
+                        plugin_dirs(runs),
+                        _driver_trusts(runs),
+                        max(1, allowed_cores() // size),
+                    ),
                 )
             try:
                 unsettled = self._drain(pool, pending, on_done)

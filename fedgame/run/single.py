@@ -24,6 +24,8 @@ from fedgame.scenario.schema import Scenario
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from fedgame.run.threads import ThreadChoice
+
 
 @dataclass
 class RunResult:
@@ -82,10 +84,29 @@ def simulate(
     the result attached (``exc.result``). Signals that arrive while the folder is written
     wait until it is complete.
     """
-    from fedgame.model import FedGameModel
+    import fedgame.model  # noqa: F401  (mesa before torch: see fedgame.run.threads.using_threads)
+    from fedgame.learning.device import device_name
+    from fedgame.run.threads import choose_threads, using_threads
 
     started = time.perf_counter()
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    threads = choose_threads(scenario, device=device_name(scenario.training.device))
+    with using_threads(threads.threads):
+        return _simulate(scenario, out_dir, replicate, progress, run_id, started, created, threads)
+
+
+def _simulate(
+    scenario: Scenario,
+    out_dir: str | Path | None,
+    replicate: int,
+    progress: bool,
+    run_id: str | None,
+    started: float,
+    created: str,
+    threads: ThreadChoice,
+) -> RunResult:
+    from fedgame.model import FedGameModel
+
     with StopOnSignal() as stop:
         with setup_progress(progress):  # a line on stderr once set-up passes 2 s
             model = FedGameModel(scenario, replicate=replicate)  # a signal here keeps nothing
@@ -127,6 +148,7 @@ def simulate(
         result = _result(model, scenario, status, message, replicate, run_id, created, started)
         release_agent_ids(model)
         result.manifest["timings"]["setup_s"] = setup_s
+        result.manifest["threads"] = threads.manifest()
         if status == "interrupted":
             result.manifest["signal"] = signal.Signals(signum).name
         if violation is not None:

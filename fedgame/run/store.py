@@ -17,6 +17,7 @@ through it, so no write lands outside. Every ``OSError`` while writing is a
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -190,8 +191,15 @@ def versions() -> dict[str, str]:
     """Versions of fedgame, Python and every dependency that can shape results.
 
     Read from the installed distributions' metadata (``importlib.metadata``), so nothing is
-    imported; a package that is not installed is recorded as ``"not installed"``.
+    imported; a package that is not installed is recorded as ``"not installed"``. Read once
+    per process (each distribution's metadata is a file to parse, about 0.2 s for all of them,
+    which a serial sweep would otherwise pay every run); each call returns a fresh dict.
     """
+    return dict(_versions())
+
+
+@functools.cache
+def _versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version()}

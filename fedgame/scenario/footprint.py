@@ -107,7 +107,7 @@ def estimate(scenario: Scenario) -> Footprint:
     n, rounds = pop.clients, scenario.rounds
     data = dataset_footprint(scenario)
     model = model_size(scenario, data) if data is not None else None
-    k = _trained_per_round(scenario)
+    k = trained_per_round(scenario)
     terms = [
         Term("population", "population.clients", n, n * PER_CLIENT_BYTES, "fewer clients"),
         Term(
@@ -189,7 +189,7 @@ def _client_rows(scenario: Scenario, k: int) -> int:
     return n
 
 
-def _trained_per_round(scenario: Scenario) -> int:
+def trained_per_round(scenario: Scenario) -> int:
     """Clients trained at once: the selection's ``k`` when it declares one, else everyone."""
     n = scenario.population.clients
     config = scenario.config("selection")

@@ -12,6 +12,7 @@ import yaml
 from fedgame.analysis import load_sweep
 from fedgame.run.grid import plan_sweep
 from fedgame.run.sweep import run_sweep
+from fedgame.run.threads import allowed_cores
 
 TIMING = ["wall_time_s"]
 
@@ -44,6 +45,11 @@ def test_process_pool_equals_serial(small, tmp_path, serial_tables):
     assert summary.done == 4 and not summary.failed
     for got, want in zip(_tables(tmp_path / "pool"), serial_tables):
         pd.testing.assert_frame_equal(got, want)
+    # each of the two workers counts its share of the cores; the tiny model gets one thread
+    share = max(1, allowed_cores() // 2)
+    for manifest in _manifests(tmp_path / "pool"):
+        assert manifest["threads"]["threads"] == 1
+        assert 1 <= manifest["threads"]["free_cores"] <= share
 
 
 def test_ray_local_cluster_equals_serial(small, tmp_path, serial_tables):

@@ -202,3 +202,21 @@ def test_result_dir_problem_for_reports(tmp_path):
     rounds, _ = _tables(2)
     rounds.assign(run_id="a", replicate=0, status="completed").to_parquet(sweep / "sweep.parquet")
     assert "no column 'selection.k'" in store.result_dir_problem(sweep)
+
+
+def test_versions_are_read_once_per_process_and_each_call_gets_its_own_dict(monkeypatch):
+    from importlib import metadata
+
+    from fedgame.run import store
+
+    reads = []
+    real = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda name: reads.append(name) or real(name))
+    store._versions.cache_clear()
+    try:
+        first, second = store.versions(), store.versions()
+        assert first == second and first is not second
+        assert first["fedgame"] == real("fedgame")
+        assert len(reads) == 1 + len(store.RECORDED_PACKAGES)
+    finally:
+        store._versions.cache_clear()
