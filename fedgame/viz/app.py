@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
+from concurrent.futures import Future
 from typing import Any
 
 import solara
@@ -57,6 +59,36 @@ CSS = """
 #: heights of the figures (pixels)
 NETWORK_HEIGHT = 560
 CURVE_HEIGHT = 210
+
+
+#: the first tab's model, built by :func:`prebuild` while the server starts
+_PREBUILT: list[Future[tuple[DashboardData, dict[str, Any]]]] = []
+_PREBUILT_LOCK = threading.Lock()
+
+
+def prebuild(config: dict[str, Any]) -> None:
+    """Start building the first tab's model (torch, the data, the layout) in a thread, so that
+    it overlaps the server's start and the browser's loading of the page."""
+    future: Future[tuple[DashboardData, dict[str, Any]]] = Future()
+
+    def work() -> None:
+        try:
+            model, params = build(config)
+            model.positions  # noqa: B018  (the layout, computed once)
+            future.set_result((model, params))
+        except BaseException as exc:  # handed to the page that takes it
+            future.set_exception(exc)
+
+    with _PREBUILT_LOCK:
+        _PREBUILT.append(future)
+    threading.Thread(target=work, name="fedgame-prebuild", daemon=True).start()
+
+
+def first_or_build(config: dict[str, Any]) -> tuple[DashboardData, dict[str, Any]]:
+    """The prebuilt model for the first tab, a new one for any other."""
+    with _PREBUILT_LOCK:
+        future = _PREBUILT.pop() if _PREBUILT else None
+    return future.result() if future is not None else build(config)
 
 
 def build(config: dict[str, Any]) -> tuple[DashboardData, dict[str, Any]]:
@@ -175,7 +207,7 @@ def Views(model: DashboardData, selected: solara.Reactive[int | None]) -> None:
 def Page() -> None:
     """One dashboard per browser tab."""
     config = json.loads(os.environ.get(CONFIG_ENV, "{}"))
-    first, params = solara.use_memo(lambda: build(config), [])
+    first, params = solara.use_memo(lambda: first_or_build(config), [])
     model = solara.use_reactive(first)  # shared with SolaraViz, whose Reset replaces it
     selected: solara.Reactive[int | None] = solara.use_reactive(None)
     runs = solara.use_memo(lambda: _sweep_runs(config), [])

@@ -176,7 +176,7 @@ def network_option(
     option["title"]["subtext"] = subtitle + " · hover: the client's row · click: pin it"
     option["title"]["subtextStyle"] = {"fontSize": 12, "color": "#666"}
     option["series"] = [{
-        "type": "graph", "layout": "none", "roam": True, "top": 60, "left": 10,
+        "type": "graph", "layout": "none", "roam": True, "top": 60, "left": "center",
         "width": height - 76, "height": height - 76, "categories": categories, "data": nodes,
         "links": links,
         "lineStyle": {"color": "#bbb", "width": 0.6, "opacity": 0.5 if len(links) > 300 else 0.9},

@@ -142,8 +142,8 @@ def sweep_runs(path: str | Path) -> dict[str, Path]:
             manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        point = manifest.get("grid_point") or manifest.get("point") or {}
-        parts = [f"{str(k).rsplit('.', 1)[-1]}={v}" for k, v in dict(point).items()]
-        parts.append(f"replicate={manifest.get('replicate', 0)}")
+        swept = manifest.get("sweep") or {}
+        parts = [f"{str(k).rsplit('.', 1)[-1]}={v}" for k, v in swept.get("point", {}).items()]
+        parts.append(f"replicate={swept.get('replicate', manifest.get('replicate', 0))}")
         out[f"{run.name}: {' · '.join(parts)}"] = run
     return out
