@@ -85,7 +85,7 @@ def sketch(graph: nx.Graph, positions: dict[int, np.ndarray]) -> Sketch:
         return Sketch(False, tuple(edges), f"{m:,} client-client links{shown}")
     k = math.ceil(m / MAX_LINKS)
     kept = tuple(edges[::k])
-    caption = f"{len(kept):,} of {m:,} client-client links drawn (every {k}th){shown}"
+    caption = f"{len(kept):,} of {m:,} client-client links drawn (one in {k}){shown}"
     return Sketch(False, kept, caption)
 
 
