@@ -10,11 +10,12 @@ dashed when that link is down.
 
 Dense graphs stay readable. The layout (:func:`layout`) and the links drawn (:func:`sketch`)
 are computed once per model, not per round: positions a topology carries (``pos``), else a
-circle in id order above :data:`SPRING_MAX` clients (a small-world ring shows as a ring with
-chords) or for a complete graph, else a seeded spring layout. A complete graph above
-:data:`COMPLETE_DRAWN` clients is summarised (its link count in the caption, no lines); any
-other graph above :data:`MAX_LINKS` links draws every k-th link in (u, v) order, and the
-caption says how many of how many. Above :data:`MAX_DRAWN` clients only the first are drawn.
+spiral in id order above :data:`SPRING_MAX` clients (a small-world ring lattice stays a chain
+of neighbours), else a seeded spring layout; markers shrink as clients grow past 60. A
+complete graph above :data:`COMPLETE_DRAWN` clients is summarised (its link count in the
+caption, no lines); any other graph above :data:`MAX_LINKS` links draws every k-th link in
+(u, v) order, and the caption says how many of how many. Above :data:`MAX_DRAWN` clients
+only the first are drawn.
 """
 
 from __future__ import annotations
@@ -45,9 +46,10 @@ FONT = 13
 
 
 def layout(graph: nx.Graph) -> dict[int, np.ndarray]:
-    """Client positions in [-1, 1]²: the topology's own ``pos``, else a circle in id order (no
-    links, a complete graph, or more than :data:`SPRING_MAX` clients), else a seeded spring
-    layout."""
+    """Client positions in [-1, 1]²: the topology's own ``pos``; else a circle in id order (no
+    links, or a small complete graph); else, above :data:`SPRING_MAX` clients, an equidistant
+    spiral in id order (ids that are neighbours on a ring lattice stay side by side, and the
+    clients fill the disc instead of crowding its rim); else a seeded spring layout."""
     nodes = sorted(graph.nodes)[:MAX_DRAWN]
     drawn = graph.subgraph(nodes)
     own = nx.get_node_attributes(drawn, "pos")
@@ -57,9 +59,15 @@ def layout(graph: nx.Graph) -> dict[int, np.ndarray]:
         xy = 2 * (xy - xy.min(axis=0)) / np.where(span > 0, span, 1) - 1
         return {int(n): xy[i] for i, n in enumerate(nodes)}
     m, n = drawn.number_of_edges(), len(nodes)
-    if m == 0 or n > SPRING_MAX or m == n * (n - 1) // 2:
-        return {int(k): np.asarray(v) for k, v in nx.circular_layout(nodes).items()}
-    return {int(k): np.asarray(v) for k, v in nx.spring_layout(drawn, seed=0).items()}
+    if m == 0 or (m == n * (n - 1) // 2 and n <= SPRING_MAX):
+        placed = nx.circular_layout(nodes)
+    elif n > SPRING_MAX:
+        placed = dict(zip(nodes, nx.spiral_layout(nodes, equidistant=True).values()))
+    else:
+        placed = nx.spring_layout(drawn, seed=0)
+    xy = np.array([placed[k] for k in nodes], dtype=float)
+    xy /= max(float(np.abs(xy).max()), 1e-12)
+    return {int(k): xy[i] for i, k in enumerate(nodes)}
 
 
 @dataclass(frozen=True)
@@ -123,7 +131,8 @@ def network_option(
         return option
     ids = frame["client_id"].to_numpy(int)
     states = client_states(frame).to_numpy()
-    sizes = 8 + 14 * budget_left(frame)
+    shrink = min(1.0, max(0.45, math.sqrt(60 / max(len(frame), 1))))
+    sizes = shrink * (8 + 14 * budget_left(frame))
     colluder = frame["colluder"].to_numpy(bool)
     behaviours = sorted(set(frame["behaviour"].astype(str)))
     behaviour = frame["behaviour"].astype(str).to_numpy()
@@ -180,7 +189,7 @@ def network_option(
         "width": height - 76, "height": height - 76, "categories": categories, "data": nodes,
         "links": links,
         "lineStyle": {"color": "#bbb", "width": 0.6, "opacity": 0.5 if len(links) > 300 else 0.9},
-        "emphasis": {"focus": "adjacency", "lineStyle": {"width": 2, "opacity": 1}},
+        "emphasis": {"focus": "none", "scale": 1.6, "label": {"show": False}},
         "label": {"show": False}, "animation": False,
     }]  # fmt: skip
     return option

@@ -22,11 +22,16 @@ from fedgame.viz.replay import ReplayModel, RunChoice, sweep_runs
 from fedgame.viz.table import client_rows, round_table
 
 
-def test_a_complete_graph_of_200_clients_is_summarised_on_a_circle():
+def _xy(positions: dict[int, np.ndarray]) -> np.ndarray:
+    return np.array([positions[i] for i in sorted(positions)])
+
+
+def test_a_complete_graph_of_200_clients_is_summarised_and_its_clients_spread_out():
     graph = nx.complete_graph(200)
     positions = layout(graph)
-    radii = np.hypot(*np.array(list(positions.values())).T)
-    assert np.allclose(radii, radii[0])  # a circle, not a spring-layout disc
+    xy = _xy(positions)
+    gaps = np.linalg.norm(xy[:, None] - xy[None], axis=-1)[np.triu_indices(200, 1)]
+    assert np.abs(xy).max() == pytest.approx(1.0) and gaps.min() > 0.07  # no grey disc
     plan = sketch(graph, positions)
     assert plan.links == () and not plan.star
     assert plan.caption.startswith("complete graph: all 19,900 client-client links, not drawn")
@@ -45,11 +50,15 @@ def test_a_dense_graph_draws_every_kth_link_and_says_so():
     assert len(sketch(sparse, layout(sparse)).links) == 400
 
 
-def test_layouts_spring_for_small_graphs_circle_above_the_limit_own_positions_first():
-    small = nx.path_graph(SPRING_MAX)
-    big = nx.path_graph(SPRING_MAX + 1)
-    assert not np.allclose(np.hypot(*np.array(list(layout(small).values())).T), 1.0)
-    assert np.allclose(np.hypot(*np.array(list(layout(big).values())).T), 1.0)
+def test_layouts_spring_for_small_graphs_a_spiral_in_id_order_above_the_limit():
+    small = _xy(layout(nx.path_graph(SPRING_MAX)))
+    big = _xy(layout(nx.watts_strogatz_graph(SPRING_MAX + 40, 6, 0.1, seed=3)))
+    steps = np.linalg.norm(np.diff(big, axis=0), axis=1)
+    assert np.allclose(steps, steps.mean(), rtol=0.1)  # ring neighbours side by side
+    assert np.linalg.norm(big, axis=1).min() < 0.3  # the disc is used, not only its rim
+    assert not np.allclose(np.linalg.norm(small, axis=1), 1.0)
+    star = _xy(layout(nx.empty_graph(30)))
+    assert np.allclose(np.linalg.norm(star, axis=1), 1.0)  # around the server
     geo = nx.random_geometric_graph(30, 0.3, seed=2)
     xy = np.array([layout(geo)[n] for n in range(30)])
     own = np.array([geo.nodes[n]["pos"] for n in range(30)])
