@@ -14,7 +14,7 @@ from fedgame.cli import main
 from fedgame.scenario.load import validate
 from fedgame.viz.curves import curve_options, panels_for
 from fedgame.viz.data import STATES, client_states
-from fedgame.viz.knobs import knobs, overrides
+from fedgame.viz.knobs import knobs, model_params, overrides
 from fedgame.viz.live import DashboardModel
 from fedgame.viz.replay import ReplayModel
 
@@ -40,7 +40,8 @@ def test_moved_knobs_become_validated_overrides_and_a_bad_mix_keeps_the_scenario
     scenario = validate(tiny)
     start = {k.keyword: k.value for k in knobs(scenario)}
     assert overrides(scenario, start) == ({}, [])
-    assert "incentive__gamma" not in start  # incentive none: no γ knob
+    assert "incentive__gamma" not in model_params(scenario)  # incentive none: γ not shown
+    assert "population__clients" in model_params(scenario)
     keys, notes = overrides(scenario, {**start, "population__clients": 15})
     assert keys == {"population__clients": 15} and notes == []
     model = DashboardModel(scenario, population__clients=15)
@@ -48,6 +49,17 @@ def test_moved_knobs_become_validated_overrides_and_a_bad_mix_keeps_the_scenario
     bad = DashboardModel(scenario, population__clients=3)  # k = 5 > N = 3 for uniform selection
     assert bad.scenario.population.clients == 12
     assert bad.notice.startswith("kept the scenario's settings: key 'selection.k' has value 5")
+
+
+def test_the_gamma_knob_shows_only_under_an_incentive_with_gamma():
+    from pathlib import Path
+
+    from fedgame.scenario.load import load_scenario
+
+    scenarios = Path(__file__).resolve().parents[2] / "scenarios"
+    with_gamma = model_params(load_scenario(scenarios / "qi_dpfl_digits.yaml"))
+    assert with_gamma["incentive__gamma"]["value"] == 0.5
+    assert "incentive__gamma" not in model_params(load_scenario(scenarios / "quickstart.yaml"))
 
 
 def test_the_live_model_offers_rounds_and_the_current_clients(tiny):
