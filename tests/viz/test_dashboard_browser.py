@@ -179,7 +179,7 @@ def test_stepping_a_live_scenario_updates_the_views_and_a_client_answers_hover_a
     after = _views(page)
     assert after["counter"].startswith("round 3 of 30 · 20 clients")
     assert after["curves"] != before["curves"] and after["network"] != before["network"]
-    assert page.get_by_text("clients of round 3").count() == 1
+    page.get_by_text("clients of round 3").wait_for(timeout=30_000)
 
     network = page.locator(".fedgame-network-chart").first
     x, y = network.evaluate(NODE_XY, 7)
@@ -220,7 +220,7 @@ def test_a_finished_run_replays_read_only(dashboard, browser, tmp_path):
     page.get_by_role("slider", name="round").focus()
     page.keyboard.press("ArrowLeft")  # jump back one round
     _wait_for_round(page, 2)
-    assert page.get_by_text("clients of round 2").count() == 1
+    page.get_by_text("clients of round 2").wait_for(timeout=30_000)  # the table's title too
     page.screenshot(path=str(tmp_path / "dashboard-replay.png"), full_page=True)
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == files  # nothing written
 
