@@ -378,17 +378,19 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     """Serve the dashboard of a scenario file (live) or of a run folder (replay)."""
-    from fedgame.analysis.load import single_runs
-    from fedgame.run.store import run_folder_problem
     from fedgame.scenario.load import load_scenario
     from fedgame.scenario.preflight import preflight
 
     target = Path(args.target)
     config: dict[str, Any]
     if target.is_dir():
+        from fedgame.analysis.load import find_runs, single_runs  # (1-4 s to import)
+        from fedgame.run.store import run_folder_problem
+
         if args.overrides:
             raise ScenarioError("--set", args.overrides[0], "only with a scenario file")
-        runs = single_runs(target)  # the run load_run would read: the newest single run
+        # the run load_run would read (the newest single run), else the newest run of a sweep
+        runs = single_runs(target) or find_runs(target)
         problem = run_folder_problem(runs[-1]) if runs else "no run folder (manifest.json)"
         if problem:
             raise ScenarioError(

@@ -1,8 +1,15 @@
-"""The dashboard page: Mesa's SolaraViz around fedgame's three views.
+"""The dashboard page: Mesa's SolaraViz controls around fedgame's interactive views.
 
 SolaraViz gives the controls (Step, play/pause, Reset, the play interval) and the sidebar of
-model parameters (the knobs of :mod:`fedgame.viz.knobs`; none in a replay); the main area holds
-the client network with the round counter, the curves and the table of the round's clients.
+model parameters (the knobs of :mod:`fedgame.viz.knobs`; none in a replay). The main area is
+fedgame's own, laid out once: the round counter and settings, the client network
+(:mod:`fedgame.viz.network`), the curves (:mod:`fedgame.viz.curves`), the client picked by a
+click, and the table of the round's clients (:mod:`fedgame.viz.table`). The figures are ECharts
+widgets (``solara.FigureEcharts``; ECharts 5.4 ships in ``solara-assets``, so it loads
+offline) whose option is replaced in place each round: nothing is rasterised or rebuilt on the
+server, and hover tooltips run in the browser. A replay has a round slider (jump to any
+recorded round) and, for a sweep, a choice of its runs.
+
 ``fedgame dashboard`` says what to show through the :data:`CONFIG_ENV` environment variable
 (``{"scenario": file, "overrides": [...]}`` or ``{"replay": run_folder}``); each browser tab
 gets its own model.
@@ -10,32 +17,37 @@ gets its own model.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
+import threading
+from concurrent.futures import Future
 from typing import Any
 
 import solara
-from matplotlib.figure import Figure
 from mesa.visualization import SolaraViz
+from mesa.visualization.utils import force_update, update_counter
 
-from fedgame.viz.curves import curves_figure
+from fedgame.viz.curves import curve_options
 from fedgame.viz.data import DashboardData, settings_line
-from fedgame.viz.network import network_figure
+from fedgame.viz.network import network_option, sketch
 from fedgame.viz.serve import CONFIG_ENV
-from fedgame.viz.table import round_table
+from fedgame.viz.table import client_rows, round_table
 
-#: resolution of the figures (they are shown at the card's width)
-DPI = 110
-#: figures fill their card's width, up to a height that fits the card (Mesa's grid cards have
-#: a fixed height). Every slider shows its value: SolaraViz builds its sliders with Solara's
-#: default thumb label, which Vuetify shows only while the thumb is dragged or focused; the
-#: rules below keep that label shown, as a small badge above the thumb that follows the value
-#: (the effect of Vuetify's ``thumb-label="always"``, which SolaraViz does not pass on).
+#: page styles: readable text; every slider shows its value (SolaraViz builds its sliders with
+#: Solara's default thumb label, which Vuetify shows only while the thumb is dragged or
+#: focused; the rules below keep that label shown, as a small badge above the thumb).
 CSS = """
-.fedgame-figure { width: 100%; height: auto; max-height: 330px; object-fit: contain; }
-.fedgame-figure.fedgame-network { max-height: 300px; }
+.fedgame-main { padding: 8px 12px; font-size: 14px; }
+.fedgame-views { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
+.fedgame-network { flex: 1 1 640px; min-width: 480px; border: 1px solid #e0e0e0;
+    border-radius: 4px; }
+.fedgame-curves { flex: 1 1 640px; min-width: 480px; display: grid;
+    grid-template-columns: repeat(auto-fill, minmax(290px, 1fr)); gap: 6px; }
+.fedgame-curves > div { border: 1px solid #e0e0e0; border-radius: 4px; }
+.fedgame-pinned { font-size: 13px; line-height: 1.45; padding: 6px 10px; background: #f6f8fa;
+    border: 1px solid #d0d7de; border-radius: 4px; columns: 3 220px; }
+.fedgame-table td, .fedgame-table th { font-size: 13px !important; }
 .v-input__slider { margin-top: 16px; }
 .v-slider__thumb-label-container { display: block !important; }
 .v-slider__thumb-label {
@@ -44,14 +56,48 @@ CSS = """
 }
 .v-slider__thumb-label > * { transform: none !important; white-space: nowrap; }
 """
+#: heights of the figures (pixels)
+NETWORK_HEIGHT = 560
+CURVE_HEIGHT = 210
+
+
+#: the first tab's model, built by :func:`prebuild` while the server starts
+_PREBUILT: list[Future[tuple[DashboardData, dict[str, Any]]]] = []
+_PREBUILT_LOCK = threading.Lock()
+
+
+def prebuild(config: dict[str, Any]) -> None:
+    """Start building the first tab's model (torch, the data, the layout) in a thread, so that
+    it overlaps the server's start and the browser's loading of the page."""
+    future: Future[tuple[DashboardData, dict[str, Any]]] = Future()
+
+    def work() -> None:
+        try:
+            model, params = build(config)
+            model.positions  # noqa: B018  (the layout, computed once)
+            future.set_result((model, params))
+        except BaseException as exc:  # handed to the page that takes it
+            future.set_exception(exc)
+
+    with _PREBUILT_LOCK:
+        _PREBUILT.append(future)
+    threading.Thread(target=work, name="fedgame-prebuild", daemon=True).start()
+
+
+def first_or_build(config: dict[str, Any]) -> tuple[DashboardData, dict[str, Any]]:
+    """The prebuilt model for the first tab, a new one for any other."""
+    with _PREBUILT_LOCK:
+        future = _PREBUILT.pop() if _PREBUILT else None
+    return future.result() if future is not None else build(config)
 
 
 def build(config: dict[str, Any]) -> tuple[DashboardData, dict[str, Any]]:
     """The model to show and SolaraViz's ``model_params`` for re-creating it on Reset."""
     if "replay" in config:
-        from fedgame.viz.replay import ReplayModel
+        from fedgame.viz.replay import ReplayModel, RunChoice
 
-        return ReplayModel(config["replay"]), {"run_dir": config["replay"]}
+        choice = RunChoice(config["replay"])
+        return ReplayModel(choice), {"run_dir": choice}
     from fedgame.scenario.load import load_scenario
     from fedgame.viz.knobs import model_params
     from fedgame.viz.live import DashboardModel
@@ -61,7 +107,8 @@ def build(config: dict[str, Any]) -> tuple[DashboardData, dict[str, Any]]:
 
 
 def status_line(model: DashboardData) -> str:
-    """``round 3 of 30 · 50 clients · test accuracy 0.612 · mean ε spent 4.20``."""
+    """``round 3 of 30 · 50 clients · test accuracy 0.612 · mean ε spent 4.20 · simulated in
+    0.81 s`` (the last part: how long the latest round took to simulate, live models only)."""
     rounds = model.history()
     parts = [f"round {model.steps} of {model.rounds_planned}"]
     clients = model.current_clients()
@@ -71,52 +118,121 @@ def status_line(model: DashboardData) -> str:
         last = rounds.iloc[-1]
         parts.append(f"test accuracy {float(last.get('test_accuracy', math.nan)):.3f}")
         parts.append(f"mean ε spent {float(last.get('epsilon_spent_mean', math.nan)):.2f}")
+    if model.step_seconds > 0:
+        parts.append(f"simulated in {model.step_seconds:.2f} s")
     return " · ".join(parts)
 
 
-def png(figure: Figure) -> bytes:
-    """The figure as PNG bytes (shown at the card's width)."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI)
-    return buffer.getvalue()
+def clients_n(model: DashboardData) -> int | None:
+    """N, the scenario's client count (tops the participants axis)."""
+    n = model.settings.get("population", {}).get("clients")
+    return int(n) if n else None
 
 
-def network_view(model: DashboardData) -> Any:
-    """The round counter, the settings, any notice, and the network of the clients' states."""
-    with solara.Column(gap="2px") as view:
-        solara.Text(status_line(model), style={"font-weight": "bold", "font-size": "15px"})
-        solara.Text(settings_line(model.settings), style={"font-size": "11px", "color": "#555"})
-        if model.notice:
-            solara.Warning(model.notice, dense=True)
-        clients = model.current_clients()
-        figure = network_figure(clients, model.graph, model.positions)
-        solara.Image(png(figure), classes=["fedgame-figure", "fedgame-network"])
-    return view
+@solara.component
+def Header(model: DashboardData) -> None:
+    """The round counter, the settings, any notice."""
+    update_counter.get()
+    solara.Text(status_line(model), classes=["fedgame-status"],
+                style={"font-weight": "bold", "font-size": "16px"})  # fmt: skip
+    solara.Text(settings_line(model.settings), style={"font-size": "13px", "color": "#555"})
+    if model.notice:
+        solara.Warning(model.notice, dense=True)
 
 
-def curves_view(model: DashboardData) -> Any:
-    """The rounds table so far, one panel per recorded quantity."""
-    figure = curves_figure(model.history(), rounds_planned=model.rounds_planned)
-    return solara.Image(png(figure), classes=["fedgame-figure", "fedgame-curves"])
+@solara.component
+def ReplayControls(model: Any, runs: dict[str, Any], on_run: Any) -> None:
+    """A replay's round slider (any recorded round) and, for a sweep, its runs."""
+    update_counter.get()
+
+    def jump(value: int) -> None:
+        model.jump(value)
+        force_update()
+
+    with solara.Row(style={"align-items": "center", "gap": "24px"}):
+        with solara.Column(style={"min-width": "320px"}):
+            solara.SliderInt("round", value=model.steps, min=0, max=max(model.last_round, 1),
+                             on_value=jump, thumb_label="always")  # fmt: skip
+        if runs:
+            current = next((k for k, v in runs.items() if v == model.run_dir), None)
+            solara.Select("run of the sweep", values=list(runs), value=current,
+                          on_value=on_run, style={"min-width": "420px"})  # fmt: skip
 
 
-def clients_view(model: DashboardData) -> Any:
-    """The current round's clients, selected first."""
-    with solara.Column(gap="2px") as view:
-        solara.Text(f"clients of round {model.steps}", style={"font-weight": "bold"})
-        solara.DataFrame(round_table(model.current_clients()), items_per_page=10)
-    return view
+@solara.component
+def Views(model: DashboardData, selected: solara.Reactive[int | None]) -> None:
+    """The network, the curves, the picked client and the round's table (re-read each round)."""
+    update_counter.get()
+    plan = solara.use_memo(lambda: sketch(model.graph, model.positions), [model])
+    table = round_table(model.current_clients())
+    rows = client_rows(table)
+
+    def on_click(event: Any) -> None:
+        datum = (event or {}).get("data") or {}
+        if (event or {}).get("dataType") == "node" and isinstance(datum.get("value"), int):
+            selected.set(int(datum["value"]))
+
+    option = network_option(
+        model.current_clients(), model.positions, plan, rows=rows, selected=selected.value,
+        height=NETWORK_HEIGHT,
+    )
+    with solara.Div(classes=["fedgame-views"]):
+        with solara.Div(classes=["fedgame-network"]):
+            solara.FigureEcharts(
+                option=option, on_click=on_click, responsive=True,
+                attributes={"style": f"height: {NETWORK_HEIGHT}px; width: 100%;",
+                            "class": "fedgame-network-chart"},
+            )  # fmt: skip
+        curves = curve_options(
+            model.history(), rounds_planned=model.rounds_planned, clients=clients_n(model)
+        )
+        with solara.Div(classes=["fedgame-curves"]):
+            for title, panel in curves.items():
+                solara.FigureEcharts(
+                    option=panel, responsive=True,
+                    attributes={"style": f"height: {CURVE_HEIGHT}px; width: 100%;",
+                                "class": "fedgame-curve", "data-panel": title},
+                )  # fmt: skip
+    if selected.value is not None:
+        text = rows.get(selected.value, f"<b>client {selected.value}</b><br/>not in this round")
+        with solara.Row(style={"align-items": "flex-start"}):
+            solara.HTML(tag="div", unsafe_innerHTML=text, classes=["fedgame-pinned"])
+            solara.Button("unpin", text=True, on_click=lambda: selected.set(None))
+    solara.Text(f"clients of round {model.steps}", style={"font-weight": "bold"})
+    with solara.Div(classes=["fedgame-table"]):
+        solara.DataFrame(table, items_per_page=10)
 
 
 @solara.component
 def Page() -> None:
     """One dashboard per browser tab."""
     config = json.loads(os.environ.get(CONFIG_ENV, "{}"))
-    model, params = solara.use_memo(lambda: build(config), [])
+    first, params = solara.use_memo(lambda: first_or_build(config), [])
+    model = solara.use_reactive(first)  # shared with SolaraViz, whose Reset replaces it
+    selected: solara.Reactive[int | None] = solara.use_reactive(None)
+    runs = solara.use_memo(lambda: _sweep_runs(config), [])
     solara.Style(CSS)
-    SolaraViz(
-        model,
-        components=[(network_view, 0), (curves_view, 0), (clients_view, 0)],
-        model_params=params,
-        name=f"fedgame · {model.title}",
-    )
+    solara.Title(f"fedgame · {model.value.title}")
+    SolaraViz(model, components=[], model_params=params, name=f"fedgame · {model.value.title}")
+
+    def open_run(label: str) -> None:
+        from fedgame.viz.replay import ReplayModel
+
+        params["run_dir"].path = runs[label]  # Reset reopens the run chosen last
+        selected.set(None)
+        model.set(ReplayModel(params["run_dir"]))
+        force_update()
+
+    with solara.Column(classes=["fedgame-main"], gap="6px"):
+        Header(model.value)
+        if "replay" in config:
+            ReplayControls(model.value, runs, open_run)
+        Views(model.value, selected)
+
+
+def _sweep_runs(config: dict[str, Any]) -> dict[str, Any]:
+    if "replay" not in config:
+        return {}
+    from fedgame.viz.replay import sweep_runs
+
+    return sweep_runs(config["replay"])

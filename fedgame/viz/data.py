@@ -30,6 +30,8 @@ class DashboardData(Protocol):
 
     steps: int
     running: bool
+    #: seconds the latest round took to simulate (0 for a replay)
+    step_seconds: float
 
     @property
     def title(self) -> str:
@@ -87,6 +89,20 @@ def client_states(clients: pd.DataFrame) -> pd.Series:
     if "round" in clients:
         state[(clients["round"] == 0).to_numpy()] = STATES[6]
     return pd.Series(state, index=clients.index, dtype=object)
+
+
+def denoised(values: np.ndarray) -> np.ndarray:
+    """``values`` with floating-point noise set to 0 by the reports' rule
+    (:func:`fedgame.analysis.quantities.is_noise`): ``|v| < 1e-12 · max(1, max |values|)``.
+
+    >>> denoised(np.array([2e-18, 0.3, np.nan])).tolist()[:2]
+    [0.0, 0.3]
+    """
+    out = np.array(values, dtype=float)
+    finite = np.abs(out[np.isfinite(out)])
+    scale = max(1.0, float(finite.max())) if finite.size else 1.0
+    out[np.abs(out) < 1e-12 * scale] = 0.0
+    return out
 
 
 def budget_left(clients: pd.DataFrame) -> np.ndarray:

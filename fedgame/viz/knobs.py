@@ -2,7 +2,9 @@
 
 Each knob is a dotted scenario key shown as a slider or a choice, starting at the scenario's
 own value. A knob whose key the scenario's plug-ins do not have (``selection.k`` for a rule
-without ``k``, ``link_failure`` for a fault model without it) is not offered. A knob left at its
+without ``k``, ``link_failure`` for a fault model without it) is not offered, and the γ knob
+is not shown under an incentive without γ (e.g. ``incentive: none``; choosing another reward
+kind on the page then takes that kind's own γ). A knob left at its
 starting value changes nothing, so a scenario that draws a key from a distribution (e.g.
 ``straggle_prob: {dist: uniform, ...}``) keeps it until the knob is moved (the slider starts
 at the middle of its range); a moved knob sets that key to a constant for every client.
@@ -33,6 +35,8 @@ class Knob:
     high: float = 1.0
     step: float = 1.0
     choices: tuple[str, ...] = ()
+    #: whether the page offers it (γ under an incentive without γ is not shown)
+    shown: bool = True
 
     @property
     def keyword(self) -> str:
@@ -84,7 +88,7 @@ def knobs(scenario: Scenario) -> list[Knob]:
     out.append(Knob(INCENTIVE_KIND, "reward (incentive)", scenario.incentive.kind, choices=kinds))
     has_gamma = _has(scenario, "incentive", "gamma")
     gamma = float(scenario.config("incentive").gamma) if has_gamma else 0.5
-    out.append(Knob(GAMMA, "γ (incentive)", gamma, 0.05, 0.95, 0.05))
+    out.append(Knob(GAMMA, "γ (incentive)", gamma, 0.05, 0.95, 0.05, shown=has_gamma))
     eps = round(_typical(pop.budget.epsilon, 0.5, 200.0), 2)
     out.append(Knob("population.budget.epsilon", "ε budget per client", eps, 0.5, 200.0, 0.5))
     out.append(Knob("seed", "seed", scenario.seed, 0, max(100, scenario.seed), 1))
@@ -92,8 +96,8 @@ def knobs(scenario: Scenario) -> list[Knob]:
 
 
 def model_params(scenario: Scenario) -> dict[str, Any]:
-    """SolaraViz ``model_params``: the scenario (fixed) and one input per knob."""
-    return {"scenario": scenario, **{k.keyword: k.param() for k in knobs(scenario)}}
+    """SolaraViz ``model_params``: the scenario (fixed) and one input per knob shown."""
+    return {"scenario": scenario, **{k.keyword: k.param() for k in knobs(scenario) if k.shown}}
 
 
 def overrides(scenario: Scenario, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

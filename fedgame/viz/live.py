@@ -8,6 +8,7 @@ N for a rule that needs k <= N) keeps the scenario's own settings and says why i
 
 from __future__ import annotations
 
+import time
 from functools import cached_property
 from typing import Any
 
@@ -57,6 +58,16 @@ class DashboardModel(FedGameModel):
         super().__init__(resolved, replicate=replicate)
         self.base = base
         self._notice = "; ".join(notes)
+        #: wall-clock seconds the latest round took to simulate (the page shows it)
+        self.step_seconds = 0.0
+        self._history: tuple[int, pd.DataFrame] = (-1, pd.DataFrame())
+        self._clients: tuple[int, pd.DataFrame] = (-1, pd.DataFrame())
+
+    def step(self) -> None:
+        """Play one round, timing it."""
+        start = time.perf_counter()
+        super().step()
+        self.step_seconds = time.perf_counter() - start
 
     @property
     def title(self) -> str:
@@ -86,21 +97,27 @@ class DashboardModel(FedGameModel):
         return layout(self.graph)
 
     def history(self) -> pd.DataFrame:
-        """Rounds 0..now from the DataCollector (a round being recorded is left out)."""
+        """Rounds 0..now from the DataCollector (a round being recorded is left out); built
+        once per round, so the views of one render share it (do not modify it)."""
         columns = self.datacollector.model_vars
         done = min((len(v) for v in columns.values()), default=0)
-        frame = pd.DataFrame({name: values[:done] for name, values in columns.items()})
-        frame.insert(0, "round", np.arange(done, dtype=np.int64))
-        return frame
+        if self._history[0] != done:
+            frame = pd.DataFrame({name: values[:done] for name, values in columns.items()})
+            frame.insert(0, "round", np.arange(done, dtype=np.int64))
+            self._history = (done, frame)
+        return self._history[1]
 
     def current_clients(self) -> pd.DataFrame:
-        """The clients table of the latest recorded round (step 0: the population as built)."""
+        """The clients table of the latest recorded round (step 0: the population as built);
+        built once per round (do not modify it)."""
         collector = self.datacollector
         steps = list(collector.blocks)  # one C-level copy: a playing model may add a block
         if not steps:
             return pd.DataFrame()
         last = max(steps)
-        block = collector.blocks[last]
-        frame = pd.DataFrame({name: block[name] for name in collector.client_columns})
-        frame.insert(0, "round", last)
-        return frame.astype({"decline_reason": str, "behaviour": str})
+        if self._clients[0] != last:
+            block = collector.blocks[last]
+            frame = pd.DataFrame({name: block[name] for name in collector.client_columns})
+            frame.insert(0, "round", last)
+            self._clients = (last, frame.astype({"decline_reason": str, "behaviour": str}))
+        return self._clients[1]

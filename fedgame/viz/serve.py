@@ -94,13 +94,14 @@ def serve(config: dict[str, Any], *, host: str = "127.0.0.1", port: int = 8765) 
     try:
         import uvicorn
 
-        import fedgame.viz.app  # noqa: F401  (solara and Mesa's SolaraViz, before serving)
+        import fedgame.viz.app  # solara and Mesa's SolaraViz, before serving
     except ImportError as exc:
         sock.close()
         raise ScenarioError(
             "dashboard", ..., f"needs the viz extra: pip install 'fedgame[viz]' ({exc})"
         ) from None
 
+    fedgame.viz.app.prebuild(config)  # the first tab's model, while the server starts
     server = uvicorn.Server(
         uvicorn.Config("solara.server.starlette:app", log_level="warning", access_log=False)
     )

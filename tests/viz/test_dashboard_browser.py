@@ -4,7 +4,9 @@ replays a finished run; every view must change as rounds go by."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -74,34 +76,56 @@ def dashboard(tmp_path: Path) -> Iterator[callable]:
             proc.kill()
 
 
-#: the SHA-256 of the PNG an <img> shows (Solara serves figures as blob: URLs, new on each render)
-IMAGE_DIGEST = """async (img) => {
-    const bytes = await (await fetch(img.src)).arrayBuffer();
-    const head = new Uint8Array(bytes.slice(0, 8));
-    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-    return [head[1], head[2], head[3]].map(c => String.fromCharCode(c)).join("") + ":" +
-        Array.from(digest, b => b.toString(16).padStart(2, "0")).join("");
+#: the ECharts instance behind a chart element (Solara's FigureEcharts keeps it on its Vue
+#: component) and what it draws now: the series' data as JSON
+CHART_DATA = """(el) => JSON.stringify(el.__vue__.chart.getOption().series.map(s => s.data))"""
+#: the page position of client ``id`` in the network chart
+NODE_XY = """(el, id) => {
+    const chart = el.__vue__.chart;
+    const node = chart.getOption().series[0].data.find(d => d.id === String(id));
+    const [x, y] = chart.convertToPixel({seriesIndex: 0}, [node.x, node.y]);
+    const box = el.getBoundingClientRect();
+    return [box.left + x, box.top + y];
 }"""
 
 
-def _digest(page, selector: str) -> str:
-    """The PNG digest of the image ``selector``; a re-render may revoke the ``blob:`` address
-    between finding the image and reading it, so a failed read is retried on the new one."""
-    for _ in range(10):
-        try:
-            return page.locator(selector).first.evaluate(IMAGE_DIGEST)
-        except playwright.Error:
-            page.wait_for_timeout(300)
-    return page.locator(selector).first.evaluate(IMAGE_DIGEST)
+def _chart_data(page, selector: str) -> str:
+    """What the chart ``selector`` draws (its series' data), once it has drawn something."""
+    page.wait_for_function(
+        "(s) => { const el = document.querySelector(s);"
+        " return !!(el && el.__vue__ && el.__vue__.chart); }",
+        arg=selector,
+        timeout=60_000,
+    )
+    return page.locator(selector).first.evaluate(CHART_DATA)
 
 
 def _views(page) -> dict[str, str]:
-    """What the page shows now: the round counter line and the two figures' PNG digests."""
+    """What the page shows now: the round counter line and what the two figures draw."""
     return {
         "counter": page.locator("text=/^round \\d+ of \\d+/").first.inner_text(),
-        "network": _digest(page, "img.fedgame-network"),
-        "curves": _digest(page, "img.fedgame-curves"),
+        "network": _chart_data(page, ".fedgame-network-chart"),
+        "curves": _chart_data(page, ".fedgame-curve"),
     }
+
+
+def _step_latency(page, n: int) -> tuple[float, float]:
+    """Click Step; seconds until round ``n`` shows with its network, and the simulation's."""
+    before = _chart_data(page, ".fedgame-network-chart")
+    start = time.perf_counter()
+    page.get_by_role("button", name="Step").click()
+    status = page.locator(f"text=/^round {n} of /").first
+    status.wait_for(timeout=120_000)
+    page.wait_for_function(
+        "([s, old]) => JSON.stringify(document.querySelector(s).__vue__.chart.getOption()"
+        ".series.map(x => x.data)) !== old",
+        arg=[".fedgame-network-chart", before],
+        timeout=60_000,
+    )
+    took = time.perf_counter() - start
+    simulated = re.search(r"simulated in ([\d.]+) s", status.inner_text())
+    assert simulated is not None, status.inner_text()
+    return took, float(simulated[1])
 
 
 def _slider_value(page, label: str) -> str:
@@ -125,15 +149,18 @@ def browser():
         chromium.close()
 
 
-def test_stepping_a_live_scenario_changes_the_counter_the_curves_and_the_network(
+def test_stepping_a_live_scenario_updates_the_views_and_a_client_answers_hover_and_click(
     dashboard, browser, tmp_path
 ):
     url = dashboard(str(QUICKSTART), "--set", "population.clients=20")
-    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(url)
     _wait_for_round(page, 0)
     before = _views(page)
     assert before["counter"].startswith("round 0 of 30 · 20 clients")
+    assert page.title() == "fedgame · quickstart"
+    assert page.get_by_role("tab").count() == 0  # no "Page 0" tab
+    assert page.get_by_role("slider", name="γ (incentive)").count() == 0  # incentive: none
     assert _slider_value(page, "clients N") == "20"
     page.get_by_role("slider", name="clients N").focus()
     page.keyboard.press("ArrowRight")  # one step: 21 clients, applied on Reset
@@ -144,18 +171,28 @@ def test_stepping_a_live_scenario_changes_the_counter_the_curves_and_the_network
     )
     assert _slider_value(page, "clients N") == "21"
     assert _slider_value(page, "straggle probability") == "0.1"
-    for n in (1, 2, 3):
-        page.get_by_role("button", name="Step").click()
-        _wait_for_round(page, n)
-    page.wait_for_timeout(500)
+    steps = [_step_latency(page, n) for n in (1, 2, 3)]
+    over = statistics.median(took - simulated for took, simulated in steps)
+    print(f"step latency at 20 clients: {[round(t, 2) for t, _ in steps]} s; "
+          f"median {over:.2f} s over the simulation")  # fmt: skip
+    assert over < 10.0, steps  # generous: a PNG rebuild per step took 2-7 s on 2 idle cores
     after = _views(page)
     assert after["counter"].startswith("round 3 of 30 · 20 clients")
-    assert before["curves"].startswith("PNG:") and before["network"].startswith("PNG:")
     assert after["curves"] != before["curves"] and after["network"] != before["network"]
-    assert page.get_by_text("clients of round 3").count() == 1
+    page.get_by_text("clients of round 3").wait_for(timeout=30_000)
+
+    network = page.locator(".fedgame-network-chart").first
+    x, y = network.evaluate(NODE_XY, 7)
+    page.mouse.move(x, y)
+    tooltip = page.locator("div", has_text=re.compile(r"^client 7\s*behaviour: ")).last
+    tooltip.wait_for(timeout=30_000)
+    assert "state: " in tooltip.inner_text() and "epsilon_spent: " in tooltip.inner_text()
+    page.mouse.click(x, y)
+    pinned = page.locator(".fedgame-pinned")
+    pinned.wait_for(timeout=30_000)
+    assert pinned.inner_text().startswith("client 7") and "state: " in pinned.inner_text()
     page.screenshot(path=str(tmp_path / "dashboard-live.png"), full_page=True)
     page.get_by_role("button", name="Reset").click()
-    _wait_for_round(page, 0)
     page.locator("text=/^round 0 of 30 · 21 clients/").first.wait_for(timeout=120_000)
 
 
@@ -169,17 +206,21 @@ def test_a_finished_run_replays_read_only(dashboard, browser, tmp_path):
     )  # fmt: skip
     files = sorted(p.relative_to(out) for p in out.rglob("*"))
     url = dashboard(str(out / "quickstart"))
-    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(url)
-    _wait_for_round(page, 0)
+    _wait_for_round(page, 1)  # a replay opens at the first recorded round
     assert page.get_by_text("replay of").count() >= 1
     before = _views(page)
-    for n in (1, 2):
+    for n in (2, 3):
         page.get_by_role("button", name="Step").click()
         _wait_for_round(page, n)
     page.wait_for_timeout(500)
     after = _views(page)
     assert after["curves"] != before["curves"] and after["network"] != before["network"]
+    page.get_by_role("slider", name="round").focus()
+    page.keyboard.press("ArrowLeft")  # jump back one round
+    _wait_for_round(page, 2)
+    page.get_by_text("clients of round 2").wait_for(timeout=30_000)  # the table's title too
     page.screenshot(path=str(tmp_path / "dashboard-replay.png"), full_page=True)
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == files  # nothing written
 

@@ -12,9 +12,9 @@ pytest.importorskip("solara", reason="the viz extra (solara) is not installed")
 
 from fedgame.cli import main
 from fedgame.scenario.load import validate
-from fedgame.viz.curves import curves_figure, panels_for
+from fedgame.viz.curves import curve_options, panels_for
 from fedgame.viz.data import STATES, client_states
-from fedgame.viz.knobs import knobs, overrides
+from fedgame.viz.knobs import knobs, model_params, overrides
 from fedgame.viz.live import DashboardModel
 from fedgame.viz.replay import ReplayModel
 
@@ -40,14 +40,26 @@ def test_moved_knobs_become_validated_overrides_and_a_bad_mix_keeps_the_scenario
     scenario = validate(tiny)
     start = {k.keyword: k.value for k in knobs(scenario)}
     assert overrides(scenario, start) == ({}, [])
-    keys, notes = overrides(scenario, {**start, "population__clients": 15, "incentive__gamma": 0.3})
-    assert keys["population__clients"] == 15
-    assert notes == ["γ not applied: incentive 'none' has no γ"]
-    model = DashboardModel(scenario, population__clients=15, incentive__gamma=0.3)
-    assert model.scenario.population.clients == 15 and model.notice.startswith("γ not applied")
+    assert "incentive__gamma" not in model_params(scenario)  # incentive none: γ not shown
+    assert "population__clients" in model_params(scenario)
+    keys, notes = overrides(scenario, {**start, "population__clients": 15})
+    assert keys == {"population__clients": 15} and notes == []
+    model = DashboardModel(scenario, population__clients=15)
+    assert model.scenario.population.clients == 15 and model.notice == ""
     bad = DashboardModel(scenario, population__clients=3)  # k = 5 > N = 3 for uniform selection
     assert bad.scenario.population.clients == 12
     assert bad.notice.startswith("kept the scenario's settings: key 'selection.k' has value 5")
+
+
+def test_the_gamma_knob_shows_only_under_an_incentive_with_gamma():
+    from pathlib import Path
+
+    from fedgame.scenario.load import load_scenario
+
+    scenarios = Path(__file__).resolve().parents[2] / "scenarios"
+    with_gamma = model_params(load_scenario(scenarios / "qi_dpfl_digits.yaml"))
+    assert with_gamma["incentive__gamma"]["value"] == 0.5
+    assert "incentive__gamma" not in model_params(load_scenario(scenarios / "quickstart.yaml"))
 
 
 def test_the_live_model_offers_rounds_and_the_current_clients(tiny):
@@ -58,7 +70,10 @@ def test_the_live_model_offers_rounds_and_the_current_clients(tiny):
     assert len(model.history()) == 3 and model.current_clients()["round"].eq(2).all()
     assert len(model.current_clients()) == 12
     assert {p.title for p in panels_for(model.history())} >= {"test accuracy", "participants"}
-    assert len(curves_figure(model.history(), rounds_planned=3).axes) >= 2
+    options = curve_options(model.history(), rounds_planned=3, clients=12)
+    assert options["participants"]["yAxis"]["max"] == 12
+    assert options["test accuracy"]["xAxis"]["max"] == 3
+    assert [x for x, _ in options["test accuracy"]["series"][0]["data"]] == [0, 1, 2]
 
 
 def test_a_replay_steps_through_the_recorded_rounds_and_stops(tiny, write_scenario, tmp_path):
@@ -66,11 +81,17 @@ def test_a_replay_steps_through_the_recorded_rounds_and_stops(tiny, write_scenar
     assert main(["run", str(path), "--quiet", "--out", str(tmp_path / "out")]) == 0
     replay = ReplayModel(tmp_path / "out" / "tiny")
     assert replay.rounds_planned == 3 and replay.graph.number_of_nodes() == 12
-    for _ in range(3):
+    assert replay.steps == 1 and replay.current_clients()["round"].eq(1).all()  # not empty
+    for _ in range(2):
         replay.step()
-    assert replay.current_clients()["round"].eq(3).all()
-    replay.step()
-    assert not replay.running
+    assert replay.current_clients()["round"].eq(3).all() and not replay.running
+    replay.step()  # past the end: stays at the last round
+    assert replay.steps == 3 and not replay.running
+    replay.jump(2)
+    assert replay.current_clients()["round"].eq(2).all() and len(replay.history()) == 2
+    assert replay.running
+    replay.jump(99)
+    assert replay.steps == 3
 
 
 def test_a_run_folder_with_set_is_refused(tmp_path, capsys):

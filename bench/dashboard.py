@@ -1,0 +1,136 @@
+"""How fast ``fedgame dashboard`` answers: first page and step latency, in headless Chromium.
+
+For each client count it starts ``fedgame dashboard SCENARIO --set population.clients=N`` on a
+free port and times:
+
+- **first page**: from starting the command to the page showing ``round 0`` with the client
+  network drawn;
+- **step**: from clicking Step to the page showing the next round (counter and network), for
+  ``--steps`` steps; the page says how long the round took to simulate (``simulated in X s``),
+  and the figure reported is the median of (latency − simulation time), the cost of showing a
+  round. Targets (issue 33): first page ≤ 5 s; a step ≤ 0.5 s over the simulation at 50
+  clients, ≤ 1 s at 200.
+
+Needs the viz extra, Playwright and a Chromium (``/usr/bin/chromium``)::
+
+    python bench/dashboard.py                      # quickstart at 50 and 200 clients
+    python bench/dashboard.py --clients 200 --set network.topology.kind=watts_strogatz
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+#: the page's network has been drawn: the ECharts instance holds a graph series with nodes
+DRAWN = """() => {
+    if (document.querySelector('img.fedgame-network')) return true;  // the older PNG page
+    const el = document.querySelector('.fedgame-network-chart');
+    const chart = el && el.__vue__ && el.__vue__.chart;
+    if (!chart) return false;
+    const series = chart.getOption().series || [];
+    return series.length > 0 && (series[0].data || []).length > 0;
+}"""
+
+
+def chromium() -> str:
+    """The Chromium to drive (``CHROMIUM`` or the first on ``PATH``)."""
+    for name in (os.environ.get("CHROMIUM", ""), "chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name) if name else None
+        if found:
+            return found
+    sys.exit("bench/dashboard.py: no Chromium found (apt-get install chromium, or set CHROMIUM)")
+
+
+def start(scenario: str, sets: list[str], port: int, log: Path) -> subprocess.Popen[bytes]:
+    """``fedgame dashboard`` on ``port``, its output in ``log``."""
+    code = "import sys; from fedgame.cli import main; sys.exit(main())"
+    args = [sys.executable, "-c", code, "dashboard", scenario, "--port", str(port)]
+    for item in sets:
+        args += ["--set", item]
+    return subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=log.parent)
+
+
+def measure(browser, scenario: str, sets: list[str], steps: int, folder: Path) -> dict[str, float]:
+    """First-page time and per-step latencies of one dashboard."""
+    from fedgame.viz.serve import bind
+
+    sock = bind("127.0.0.1", 0)
+    port = int(sock.getsockname()[1])
+    sock.close()
+    url = f"http://127.0.0.1:{port}/"
+    t0 = time.perf_counter()
+    proc = start(scenario, sets, port, folder / f"dashboard-{port}.log")
+    try:
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        while True:
+            try:
+                page.goto(url, timeout=2000)
+                break
+            except Exception:  # the server is not answering yet
+                if proc.poll() is not None or time.perf_counter() - t0 > 120:
+                    raise RuntimeError((folder / f"dashboard-{port}.log").read_text()) from None
+                time.sleep(0.1)
+        page.locator("text=/^round 0 of /").first.wait_for(timeout=120_000)
+        page.wait_for_function(DRAWN, timeout=120_000)
+        first = time.perf_counter() - t0
+        over: list[float] = []
+        total: list[float] = []
+        for n in range(1, steps + 1):
+            start_click = time.perf_counter()
+            page.get_by_role("button", name="Step").click()
+            status = page.locator(f"text=/^round {n} of /").first
+            status.wait_for(timeout=120_000)
+            page.wait_for_function(DRAWN, timeout=120_000)
+            page.evaluate("() => new Promise(r => requestAnimationFrame(() => r(null)))")
+            took = time.perf_counter() - start_click
+            found = re.search(r"simulated in ([\d.]+) s", status.inner_text())
+            simulated = float(found[1]) if found else math.nan  # an older page does not say
+            total.append(took)
+            over.append(took - simulated)
+        page.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {"first": first, "step": statistics.median(total), "over": statistics.median(over)}
+
+
+def main() -> None:
+    """Print the figures for each client count."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", default=str(REPO / "scenarios" / "quickstart.yaml"))
+    parser.add_argument("--clients", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--steps", type=int, default=5, help="steps timed per dashboard")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs")
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), headless=True,
+                                    args=["--no-sandbox"])  # fmt: skip
+        for n in args.clients:
+            sets = [f"population.clients={n}", *args.sets]
+            got = measure(browser, args.scenario, sets, args.steps, Path(tmp))
+            print(
+                f"{n:4d} clients: first page {got['first']:.1f} s; step (median of "
+                f"{args.steps}) {got['step']:.2f} s, of which {got['over']:.2f} s over the "
+                "simulation",
+                flush=True,
+            )
+        browser.close()
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
