@@ -145,9 +145,17 @@ def test_the_verdict_does_not_depend_on_units(scale, seed, growth):
         math.isnan(plain.stationary_round) and math.isnan(other.stationary_round)
     )
     assert plain.trend == pytest.approx(other.trend, rel=1e-9, abs=1e-12, nan_ok=True)
-    if growth:  # settled around the 5 % trend from the first round
-        assert plain.converged and plain.round == 1.0
+    if growth:  # settled around the 5 % trend (from round 1 in 98 % of draws; 11 at worst
+        # of 3,000 seeds, where the first rounds' noise looks like a transient)
+        assert plain.converged
         assert plain.trend == pytest.approx(0.05, abs=0.02)
+
+
+def test_a_clean_steady_trend_is_settled_from_the_first_round():
+    reward = 1.05 ** np.arange(30)
+    found = detect(run_frame("u", reward, 0.5 * reward, np.zeros(30)))
+    assert found.converged and found.round == 1.0
+    assert found.trend == pytest.approx(0.05, abs=1e-9)
 
 
 def test_criteria_are_checked():
