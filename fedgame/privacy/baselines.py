@@ -27,7 +27,6 @@ import numpy as np
 from pydantic import Field, PositiveInt
 
 from fedgame import reads
-from fedgame.game import lightdp as ld
 from fedgame.mechanisms.base import BoundsStragglers
 from fedgame.privacy.base import PrivacyPlan, gaussian_noise
 from fedgame.privacy.distributed import (
@@ -63,22 +62,10 @@ class LocalDP(PerRoundGaussian):
     ) -> PrivacyPlan:
         eps, delta = self.round_budget(clients, responses)
         sens = self.round_sensitivity(clients)
-        sigma = np.array(
-            [
-                ld.ldp_sigma(
-                    epsilon=float(e),
-                    delta=float(d),
-                    sensitivity=sens,
-                    calibration=self.config.calibration,
-                )
-                for e, d in zip(eps, delta)
-            ]
-        )
         z = following_rho(
             chosen_rho(responses), lambda rows: self.multipliers(eps[rows], delta[rows])
         )
-        rho_rows = np.isfinite(chosen_rho(responses))
-        sigma[rho_rows] = z[rho_rows] * sens
+        sigma = z * sens
         self._sigma = sigma
         return self.make_plan(clients, multipliers=z, delta=delta, sigma=sigma, info=info)
 
@@ -139,12 +126,7 @@ class SmpcDP(PerRoundGaussian):
         k = len(clients)
         sens = self.round_sensitivity(clients)
         honest = k - self.config.max_colluders - self.s_bar()
-        sigma_l = ld.ldp_sigma(
-            epsilon=eps_d,
-            delta=delta_d,
-            sensitivity=sens,
-            calibration=self.config.calibration,
-        )
+        sigma_l = float(self.multipliers(np.array([eps_d]), np.array([delta_d]))[0]) * sens
         self._sigma = sigma_l / math.sqrt(honest) if honest >= 1 else sigma_l
         self.status = math.nan
         sigma = np.full(k, self._sigma)

@@ -92,7 +92,9 @@ def test_residual_with_stragglers_matches_eq9(s):
 def test_design_matches_example1_and_falls_back():
     n = 50
     faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
-    mech = prepared(LightDP, n, faults, max_colluders=10, calibration="lightdp")
+    mech = prepared(
+        LightDP, n, faults, max_colluders=10, calibration="lightdp", allow_loose_classic=True
+    )
     plan_for(mech, n)
     assert mech.design.gamma0 == pytest.approx(0.079656, abs=1e-6)
     c = ld.tail_constant(1e-5)
@@ -100,7 +102,9 @@ def test_design_matches_example1_and_falls_back():
     assert mech.design.sigma_individual == pytest.approx(0.9477, abs=1e-4)
     assert mech.design.sigma_pairwise == pytest.approx(0.2675, abs=1e-4)
     # mu >= N - C_bar - 1 (C_bar = 44, S_bar = 10): no positive root, plain local DP
-    mech2 = prepared(LightDP, n, faults, max_colluders=44, calibration="lightdp")
+    mech2 = prepared(
+        LightDP, n, faults, max_colluders=44, calibration="lightdp", allow_loose_classic=True
+    )
     plan_for(mech2, n)
     assert mech2.design.gamma0 == 0.0
     assert mech2.design.sigma_individual == pytest.approx(c / 3.0)
@@ -121,8 +125,10 @@ def test_effective_noise_counts_only_honest_partners():
 def test_ldp_and_smpc_noise_levels():
     n = 50
     faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
-    ldp = prepared(LocalDP, n, faults, calibration="lightdp")
-    smpc = prepared(SmpcDP, n, faults, max_colluders=10, calibration="lightdp")
+    ldp = prepared(LocalDP, n, faults, calibration="lightdp", allow_loose_classic=True)
+    smpc = prepared(
+        SmpcDP, n, faults, max_colluders=10, calibration="lightdp", allow_loose_classic=True
+    )
     s_l = plan_for(ldp, n).noise_std
     s_s = plan_for(smpc, n).noise_std
     assert s_l[0] == pytest.approx(ld.tail_constant(1e-5) / 3.0)
@@ -136,7 +142,9 @@ def test_default_analytic_calibration_scales_every_scheme_alike():
     faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
     sigma_l = analytic_gaussian_sigma(epsilon=3.0, delta=1e-5)
     assert plan_for(prepared(LocalDP, n, faults), n).noise_std[0] == pytest.approx(sigma_l)
-    paper = prepared(LightDP, n, faults, max_colluders=10, calibration="lightdp")
+    paper = prepared(
+        LightDP, n, faults, max_colluders=10, calibration="lightdp", allow_loose_classic=True
+    )
     exact = prepared(LightDP, n, faults, max_colluders=10)
     plan_for(paper, n)
     plan = plan_for(exact, n)
@@ -259,6 +267,7 @@ def test_incomplete_graph_uses_ldp_floor():
         max_colluders=2,
         incomplete_graph="ldp_floor",
         calibration="lightdp",
+        allow_loose_classic=True,
     )
     plan_for(mech, n)
     assert mech.design.sigma_individual == pytest.approx(ld.tail_constant(1e-5) / 3.0)
