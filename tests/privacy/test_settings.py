@@ -48,9 +48,7 @@ def test_gaussian_accepts_every_calibration_describing_its_release(tiny, write_s
         assert main(["validate", str(write_scenario(data))]) == 0, name
 
 
-def test_a_calibration_that_cannot_describe_the_release_is_refused(
-    tiny, write_scenario, capsys
-):
+def test_a_calibration_that_cannot_describe_the_release_is_refused(tiny, write_scenario, capsys):
     from fedgame.cli import main
 
     data = scenario(tiny, privacy={"kind": "lightdp", "calibration": "dpfl_bcs"})
