@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from fedgame.errors import ScenarioError
 from fedgame.game import lightdp as ld
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.correlated import BoundedStragglers
@@ -193,7 +194,7 @@ def small(privacy: dict, **over) -> dict:
         "privacy": {
             "kind": "lightdp",
             "max_colluders": 3,
-            "sensitivity": "sample",
+            "level": "sample",
             "participations": 3,
             **privacy,
         },
@@ -215,6 +216,51 @@ def test_colluders_change_effective_privacy_not_training():
     assert (other.rounds["colluders"] == 3).all() and (base.rounds["colluders"] == 0).all()
     eb, eo = base.clients["effective_noise_var"], other.clients["effective_noise_var"]
     assert (eo.fillna(0) <= eb.fillna(0) + 1e-15).all() and (eo < eb).any()
+
+
+SECURE = {"kind": "secure", "inner": "mean"}
+
+
+def test_smpc_dp_wraps_secure_aggregation_and_its_recovery_policy():
+    sc = small({"kind": "smpc_dp"}, aggregation={**SECURE, "recovery": "p2p", "threshold": 10})
+    sc["network"]["faults"]["edge_failure"] = 0.5
+    out = simulate(validate(sc))
+    assert out.rounds["aggregation_failed"].all()
+    assert (out.rounds["secure_status"] == 1).all() and out.rounds["smpc_status"].isna().all()
+    sc["privacy"]["kind"] = "ideal_smpc"
+    sc["aggregation"] = {**SECURE, "recovery": "always"}
+    assert not simulate(validate(sc)).rounds["aggregation_failed"].any()
+
+
+def test_the_wrap_releases_what_the_ideal_mask_model_released():
+    """Same noise, same recovery: the secure sum differs from the ideal one by fixed point."""
+    ideal = simulate(validate(small({"kind": "ideal_smpc"})))
+    real = simulate(validate(small({"kind": "ideal_smpc"}, aggregation={**SECURE})))
+    np.testing.assert_array_equal(ideal.clients["noise_std"], real.clients["noise_std"])
+    np.testing.assert_allclose(
+        ideal.rounds["test_loss"], real.rounds["test_loss"], rtol=1e-4, atol=1e-6
+    )
+    assert (real.rounds["secure_error"] < 1e-4).all()
+
+
+@pytest.mark.parametrize(
+    ("privacy", "aggregation", "key"),
+    [
+        ({"kind": "smpc_dp", "recovery": "none"}, {**SECURE}, "privacy.recovery"),
+        ({"kind": "smpc_dp"}, {"kind": "secure", "inner": "fedavg"}, "aggregation.inner.kind"),
+        ({"kind": "ideal_smpc"}, {**SECURE, "recovery": "p2p"}, "aggregation.recovery"),
+    ],
+)
+def test_wrong_wraps_are_refused_naming_the_key(privacy, aggregation, key):
+    with pytest.raises(ScenarioError) as info:
+        validate(small(privacy, aggregation=aggregation))
+    assert info.value.key == key
+
+
+def test_the_old_ideal_mask_spelling_works_with_one_deprecation_line():
+    with pytest.warns(FutureWarning, match="aggregation: mean .* is deprecated") as caught:
+        validate(small({"kind": "smpc_dp", "recovery": "p2p"}))
+    assert len([w for w in caught if issubclass(w.category, FutureWarning)]) == 1
 
 
 def test_smpc_with_link_failures_flags_failed_rounds():
