@@ -66,7 +66,7 @@ def privacy(scheme: str, rounds: int, colluders: int) -> dict[str, Any]:
     if scheme == "no DP":
         return {"kind": "none"}
     kind = scheme.split(" ")[0]
-    base = {"kind": kind, "clip": CLIP, "participations": rounds, "sensitivity": "sample"}
+    base = {"kind": kind, "clip": CLIP, "participations": rounds, "level": "sample"}
     return base if kind == "ldp" else base | {"max_colluders": colluders}
 
 

@@ -271,6 +271,11 @@ PLUGIN_COLUMNS: dict[str, Spec] = {
         "largest |secure − plain aggregate| (fixed-point error; NaN when the sum failed)",
         "parameter units",
     ),
+    "secure_status": Spec(
+        "secure sum by the recovery policy: 0 ok, 1 masks unrecoverable, 2 timed out",
+        "",
+        "int64",
+    ),
     # privacy central_gaussian
     "central_noise_std": Spec("std of the server's noise per coordinate", "parameter units"),
     # privacy lightdp, ldp, smpc_dp, ideal_smpc
@@ -284,7 +289,10 @@ PLUGIN_COLUMNS: dict[str, Spec] = {
         "parameter units",
     ),
     "smpc_status": Spec(
-        "secure sum: 0 ok, 1 masks unrecoverable, 2 timed out (too few uploads)", "", "int64"
+        "secure sum with ideal masks (aggregation: mean, deprecated): 0 ok, 1 masks "
+        "unrecoverable, 2 timed out (too few uploads); NaN under aggregation: secure",
+        "",
+        "int64",
     ),
     "effective_noise_var": Spec(
         "noise variance per coordinate on its update that the server and the colluders "

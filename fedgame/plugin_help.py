@@ -136,7 +136,21 @@ def _value(value: Any) -> str:
 def describe(family: str, name: str, cls: type, config: type[BaseModel]) -> str:
     """``fedgame explain``'s text: summary, then one block per parameter."""
     head = textwrap.fill(f"{family} {name}: {summary(cls)}", WIDTH, subsequent_indent="  ")
-    return "\n".join([head, "", *parameter_lines(config, indent="  ")])
+    return "\n".join([head, "", *release_lines(family, cls), *parameter_lines(config, indent="  ")])
+
+
+def release_lines(family: str, cls: type) -> list[str]:
+    """A calibration's releases (``describes``): the privacy mechanisms it can serve."""
+    if family != "calibration":
+        return []
+    kinds: dict[tuple[str, str], list[str]] = {}
+    for r in sorted(getattr(cls, "describes", ())):
+        kinds.setdefault((r.noise, r.placement), []).append(r.level)
+    text = "; ".join(f"{n} noise, {p} ({', '.join(lv)} level)" for (n, p), lv in kinds.items())
+    return [
+        textwrap.fill(f"describes: {text}", WIDTH, initial_indent="  ", subsequent_indent="    "),
+        "",
+    ]
 
 
 def parameter_lines(config: type[BaseModel], *, indent: str) -> list[str]:

@@ -47,7 +47,7 @@ def epsilon_kind(privacy: Mapping[str, Any] | None) -> str:
     if kind == "zcdp_gaussian":
         return f"record-level, 2C/|D| heuristic, {_accountant(config, 'zcdp')}"
     if kind in ("lightdp", "ldp", "smpc_dp", "ideal_smpc"):
-        if config.sensitivity == "sample":  # type: ignore[attr-defined]
+        if config.level == "sample":  # type: ignore[attr-defined]
             return f"record-level, 2C/|D_min| heuristic, {_accountant(config, 'basic')}"
         return f"user-level, exact ({factor}), {_accountant(config, 'basic')}"
     if kind == "dpsgd_local":
@@ -55,7 +55,7 @@ def epsilon_kind(privacy: Mapping[str, Any] | None) -> str:
             "record-level, exact (DP-SGD steps; shuffle accounted as Poisson sampling), "
             f"{_accountant(config, 'rdp')}"
         )
-    if kind in ("gaussian_local", "laplace_local"):
+    if kind in ("gaussian", "gaussian_local", "laplace_local"):
         default = "basic" if kind == "laplace_local" else _gaussian_local_default(config)
         if config.level == "sample":  # type: ignore[attr-defined]
             norm = "L1 " if kind == "laplace_local" else ""
@@ -66,14 +66,14 @@ def epsilon_kind(privacy: Mapping[str, Any] | None) -> str:
         return f"user-level, exact ({factor}), {_accountant(config, default)}"
     if kind == "central_gaussian":
         return f"user-level, exact (C·largest weight, central), {_accountant(config, 'rdp')}"
-    if kind == "gaussian":
-        return f"user-level, exact ({factor}), {_accountant(config, 'basic')}"
     return f"{kind} (guarantee not classified)"
 
 
 def _gaussian_local_default(config: Any) -> str:
     """``gaussian_local``'s default accountant: basic for per-release calibrations, else rdp."""
-    return "basic" if getattr(config, "calibration", "") in ("classic", "analytic") else "rdp"
+    from fedgame.privacy.gaussian_core import accountant_name
+
+    return accountant_name(config)
 
 
 def epsilon_header(label: str, privacies: Iterable[Mapping[str, Any] | None]) -> str:

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 
 from fedgame.errors import ScenarioError
-from fedgame.privacy.calibrate import analytic_gaussian_sigma
+from fedgame.privacy.calibrate import analytic_gaussian_sigma, gaussian_tail_constant
 
 __all__ = [
     "LightDPNoise",
@@ -119,10 +119,8 @@ def tail_constant(
             raise ScenarioError("calibration", calibration, "the analytic constant needs epsilon")
         _check_positive(epsilon=epsilon)
         return epsilon * analytic_gaussian_sigma(epsilon=epsilon, delta=delta)
-    if calibration == "lightdp":
-        return float(np.sqrt(2.0 * np.log(2.0 / delta)))
-    if calibration == "classic":
-        return float(np.sqrt(2.0 * np.log(1.25 / delta)))
+    if calibration in ("lightdp", "classic"):
+        return float(gaussian_tail_constant(delta, shift=2.0 if calibration == "lightdp" else 1.25))
     raise ScenarioError("calibration", calibration, "one of 'analytic', 'lightdp', 'classic'")
 
 

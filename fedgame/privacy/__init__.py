@@ -3,6 +3,7 @@
 # ruff: noqa: F401
 import fedgame.privacy.accountants
 import fedgame.privacy.baselines
+import fedgame.privacy.calibrations
 import fedgame.privacy.central_gaussian
 import fedgame.privacy.dpsgd_local
 import fedgame.privacy.gaussian

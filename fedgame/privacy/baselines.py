@@ -4,8 +4,14 @@
 
 ``smpc_dp``: uploads are hidden by secure aggregation, so each client adds only variance
 σ_L²/(K − C_bar − S_bar) (K selected clients): with at most C_bar colluders and S_bar
-stragglers the honest noise in the sum is still ≥ σ_L² (note 004 §5.2). The masks are ideal
-(they cancel exactly), so only their failure is simulated, in ``finalise``: with
+stragglers the honest noise in the sum is still ≥ σ_L² (note 004 §5.2). It is local noise
+wrapped around ``aggregation: {kind: secure, inner: mean, recovery: p2p}``: the secure sum
+(real pairwise masks) and its recovery policy (:mod:`fedgame.mechanisms.aggregation.recovery`)
+are the aggregator's, which reports ``secure_status``.
+
+Deprecated for one release: with ``aggregation: mean`` the masks are ideal (they cancel
+exactly) and only their failure is simulated here, in ``finalise``, by the same recovery
+model, with the mechanism's own ``recovery``/``threshold`` keys: with
 ``recovery="p2p"`` (the paper's model for SecAgg / SwiftAgg+, Fig. 4) the server recovers the
 sum only if at least ``threshold`` (default K − S_bar) selected clients both uploaded and kept
 every client-client link to the other selected clients up this round; ``"none"`` fails on any
@@ -14,12 +20,14 @@ straggler (no unmasking phase); ``"always"`` never fails. A failed round returns
 ``smpc_status`` says 0 ok, 1 masks unrecoverable, 2 timed out (fewer than ``threshold``
 uploads arrived before the deadline).
 
-``ideal_smpc``: ``smpc_dp`` whose secure aggregation never fails, for reference.
+``ideal_smpc``: ``smpc_dp`` whose secure aggregation never fails, for reference
+(``aggregation: {kind: secure, inner: mean, recovery: always}``).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,7 +35,9 @@ import numpy as np
 from pydantic import Field, PositiveInt
 
 from fedgame import reads
-from fedgame.game import lightdp as ld
+from fedgame.errors import ScenarioError
+from fedgame.mechanisms.aggregation.recovery import recovery_status
+from fedgame.mechanisms.aggregation.secure import SecureAggregation
 from fedgame.mechanisms.base import BoundsStragglers
 from fedgame.privacy.base import PrivacyPlan, gaussian_noise
 from fedgame.privacy.distributed import (
@@ -39,7 +49,7 @@ from fedgame.privacy.distributed import (
 )
 from fedgame.privacy.levels import chosen_rho, following_rho
 from fedgame.registry import Example, register
-from fedgame.views import ClientView, Response, RoundInfo
+from fedgame.views import ClientView, Response, RoundInfo, SetupContext
 
 if TYPE_CHECKING:
     import torch
@@ -63,22 +73,10 @@ class LocalDP(PerRoundGaussian):
     ) -> PrivacyPlan:
         eps, delta = self.round_budget(clients, responses)
         sens = self.round_sensitivity(clients)
-        sigma = np.array(
-            [
-                ld.ldp_sigma(
-                    epsilon=float(e),
-                    delta=float(d),
-                    sensitivity=sens,
-                    calibration=self.config.calibration,
-                )
-                for e, d in zip(eps, delta)
-            ]
-        )
         z = following_rho(
             chosen_rho(responses), lambda rows: self.multipliers(eps[rows], delta[rows])
         )
-        rho_rows = np.isfinite(chosen_rho(responses))
-        sigma[rho_rows] = z[rho_rows] * sens
+        sigma = z * sens
         self._sigma = sigma
         return self.make_plan(clients, multipliers=z, delta=delta, sigma=sigma, info=info)
 
@@ -101,15 +99,25 @@ class SmpcDP(PerRoundGaussian):
 
     round_columns = ("colluders", "residual_noise_var", "update_norm", "smpc_status")
     example = Example(
-        {"max_colluders": 1, "max_stragglers": 1}, needs={"aggregation": {"kind": "mean"}}
+        {"max_colluders": 1, "max_stragglers": 1},
+        needs={"aggregation": {"kind": "secure", "inner": "mean", "recovery": "p2p"}},
     )
 
     class Config(BoundsConfig):
         recovery: Literal["p2p", "none", "always"] = Field(
-            "p2p", description="how masks are recovered: p2p (SecAgg-style threshold), none, always"
+            "p2p",
+            description=(
+                "deprecated, with aggregation: mean only (ideal masks): how masks are "
+                "recovered: p2p (SecAgg-style threshold), none, always; write "
+                "aggregation.recovery instead"
+            ),
         )
         threshold: PositiveInt | None = Field(
-            None, description="uploads needed to recover the sum (default: K - S_bar)"
+            None,
+            description=(
+                "deprecated, with aggregation: mean only: uploads needed to recover the sum "
+                "(default: K - S_bar); write aggregation.threshold instead"
+            ),
         )
 
     config: Config
@@ -118,12 +126,45 @@ class SmpcDP(PerRoundGaussian):
         super().__init__(config)
         self.status = math.nan
         self._sigma = 0.0
+        self.wrapped = False
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
         PerRoundGaussian.check_scenario(config, scenario, key=key)
-        check_equal_weights(scenario, why="the secure sum is calibrated for the plain average")
         check_bounds(config, scenario, key=key, need_s_bar=True)
+        kind = scenario.privacy.kind
+        if scenario.aggregation.kind != "secure":
+            check_equal_weights(scenario, why="the secure sum is calibrated for the plain average")
+            rec = config.recovery
+            warnings.warn(
+                f"privacy {kind} with aggregation: mean (ideal masks) is deprecated: write "
+                f"aggregation: {{kind: secure, inner: mean, recovery: {rec}}} (real masks, "
+                "same recovery model); the old spelling will be refused in the next release",
+                FutureWarning,
+                stacklevel=2,
+            )
+            return
+        inner = scenario.config("aggregation").inner.get("kind")
+        if inner != "mean":
+            raise ScenarioError(
+                "aggregation.inner.kind",
+                inner,
+                f"must be 'mean' with privacy {kind}: the secure sum is calibrated for the "
+                "plain average",
+            )
+        own = config.model_fields_set & {"recovery", "threshold"}
+        if own:
+            name = sorted(own)[0]
+            raise ScenarioError(
+                f"{key}.{name}",
+                getattr(config, name),
+                f"with aggregation: secure the recovery policy is aggregation.{name}'s; "
+                f"remove {key}.{name}",
+            )
+
+    def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
+        super().prepare(ctx, rng=rng)
+        self.wrapped = isinstance(ctx.aggregation, SecureAggregation)
 
     def s_bar(self) -> int:
         s = self.config.max_stragglers
@@ -139,12 +180,7 @@ class SmpcDP(PerRoundGaussian):
         k = len(clients)
         sens = self.round_sensitivity(clients)
         honest = k - self.config.max_colluders - self.s_bar()
-        sigma_l = ld.ldp_sigma(
-            epsilon=eps_d,
-            delta=delta_d,
-            sensitivity=sens,
-            calibration=self.config.calibration,
-        )
+        sigma_l = float(self.multipliers(np.array([eps_d]), np.array([delta_d]))[0]) * sens
         self._sigma = sigma_l / math.sqrt(honest) if honest >= 1 else sigma_l
         self.status = math.nan
         sigma = np.full(k, self._sigma)
@@ -165,23 +201,17 @@ class SmpcDP(PerRoundGaussian):
 
     def recovery_status(self) -> int:
         """0 ok, 1 masks unrecoverable, 2 timed out (see the module docstring)."""
-        rec = self.config.recovery
         late = self.stragglers()
-        if rec == "always" or late is None:
+        if late is None:
             return 0
-        if rec == "none":
-            return 1 if late.any() else 0
         k = len(self._ids)
-        threshold = self.config.threshold or max(k - self.s_bar(), 1)
-        if int((~late).sum()) < threshold:
-            return 2
-        ok = ~late
-        ids = set(self._ids)
-        pos = {cid: n for n, cid in enumerate(self._ids)}
-        for i, j in self.failed_edges():
-            if i in ids and j in ids:
-                ok[pos[i]] = ok[pos[j]] = False
-        return 0 if int(ok.sum()) >= threshold else 1
+        return recovery_status(
+            self.config.recovery,
+            ids=self._ids,
+            uploaded=~late,
+            failed_edges=self.failed_edges(),
+            threshold=self.config.threshold or max(k - self.s_bar(), 1),
+        )
 
     def finalise(
         self,
@@ -191,12 +221,14 @@ class SmpcDP(PerRoundGaussian):
         num_received: int,
         generator: torch.Generator,
     ) -> torch.Tensor | None:
+        if self.wrapped:  # the secure aggregator unmasked (or failed) the sum itself
+            return delta
         self.status = float(self.recovery_status())
         return delta if self.status == 0 else None
 
     def round_metrics(self) -> dict[str, float]:
         out = super().round_metrics()
-        if out:
+        if out and not self.wrapped:
             out["smpc_status"] = self.status
         return out
 
@@ -213,8 +245,27 @@ class SmpcDP(PerRoundGaussian):
 class IdealSmpc(SmpcDP):
     """``smpc_dp`` with an ideal secure aggregation that never fails (reference)."""
 
+    example = Example(
+        {"max_colluders": 1, "max_stragglers": 1},
+        needs={"aggregation": {"kind": "secure", "inner": "mean", "recovery": "always"}},
+    )
+
     class Config(SmpcDP.Config):
         recovery: Literal["always"] = Field(
             "always",
             description="how masks are recovered: p2p (SecAgg-style threshold), none, always",
         )
+
+    @staticmethod
+    def check_scenario(config: SmpcDP.Config, scenario: Any, *, key: str) -> None:
+        SmpcDP.check_scenario(config, scenario, key=key)
+        if scenario.aggregation.kind == "secure":
+            agg = scenario.config("aggregation")
+            rec = agg.recovery or ("always" if agg.recover_dropouts else "none")
+            if rec != "always":
+                raise ScenarioError(
+                    "aggregation.recovery",
+                    rec,
+                    "must be 'always' with privacy ideal_smpc (a secure sum that never fails); "
+                    "privacy smpc_dp takes the others",
+                )

@@ -33,6 +33,16 @@ def _probability(name: str, value: float, *, closed: bool = False) -> None:
         raise ScenarioError(name, value, f"must lie in (0, 1{']' if closed else ')'}")
 
 
+def gaussian_tail_constant(delta: np.ndarray | float, *, shift: float = 1.25) -> np.ndarray:
+    """``c = sqrt(2 ln(shift/delta))`` with ``sigma = c Delta / epsilon`` (written only here).
+
+    ``shift=1.25``: the classic Gaussian mechanism (Dwork & Roth 2014, Thm A.1; paper 001
+    Eq. 2; paper 000 Thm 1 with ``c^2 = 2 ln(1.25/d)``); ``shift=2``: paper 004's tail bound
+    (Prop. 1 / Appendix A). Both are theorems only for ``epsilon < 1``. Vectorised.
+    """
+    return np.sqrt(2.0 * np.log(shift / np.asarray(delta, dtype=float)))
+
+
 def classic_gaussian_sigma(*, sensitivity: float, epsilon: float, delta: float) -> float:
     """Classic Gaussian mechanism: ``sigma = Delta * sqrt(2 ln(1.25/delta)) / epsilon``.
 
@@ -43,7 +53,7 @@ def classic_gaussian_sigma(*, sensitivity: float, epsilon: float, delta: float) 
     _positive("sensitivity", sensitivity)
     _positive("epsilon", epsilon)
     _probability("delta", delta)
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    return float(sensitivity * gaussian_tail_constant(delta) / epsilon)
 
 
 def bcs_sensitivity(

@@ -10,7 +10,7 @@ round, so a scenario reproducing it sets the total to ε·T (and δ·T). ``calib
 ``analytic`` (default, exact for every ε: Balle & Wang 2018), or the paper's constants
 ``lightdp`` (sqrt(2 ln(2/δ))) and ``classic`` (sqrt(2 ln(1.25/δ))), tail bounds proven only for
 ε < 1 and refused where per-round ε reaches 1 unless ``allow_loose_classic: true``.
-Updates (model deltas) are clipped to L2 norm ``clip``. ``sensitivity="update"``: Δ = clip
+Updates (model deltas) are clipped to L2 norm ``clip``. ``level="update"``: Δ = clip
 (add/remove one client's update) or 2·clip (replace), client-level DP. ``"sample"``: the
 NbAFL-style record-level Δ = 2·clip/|D_min| (Wei et al. 2020, used by paper 004's lineage;
 |D_min| the smallest local dataset among the round's selected clients): a heuristic that
@@ -32,52 +32,47 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveInt
 
+import fedgame.registry as registry
 from fedgame.errors import ScenarioError
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.base import Charges, PrivacyPlan, clip_rows
-from fedgame.privacy.calibrate import analytic_gaussian_multipliers
-from fedgame.privacy.gaussian import check_classic
+from fedgame.privacy.calibrations import (
+    Release,
+    check_calibration,
+    make_calibration,
+    per_release_target,
+)
+from fedgame.privacy.gaussian_core import check_classic
+from fedgame.privacy.settings import PrivacySettings, fixed_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
 
 if TYPE_CHECKING:
     import torch
 
 
-class PerRoundConfig(BaseModel):
-    """Knobs shared by lightdp, ldp, smpc_dp and ideal_smpc."""
+class PerRoundConfig(PrivacySettings):
+    """The shared privacy knobs, as lightdp, ldp, smpc_dp and ideal_smpc read them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    clip: PositiveFloat = Field(1.0, description="L2 norm each update is clipped to")
-    adjacency: Literal["add_remove", "replace"] = Field(
-        "add_remove",
-        description="neighbouring datasets: add_remove (sensitivity clip) or replace (2 x clip)",
-    )
-    participations: PositiveInt | None = Field(
-        None,
+    participations: Literal["scenario"] | PositiveInt = Field(
+        "scenario",
         description=(
-            "planned releases T per-round budgets are split over (default: rounds x expected "
-            "selected fraction)"
+            "planned releases T per-round budgets are split over: scenario (rounds x expected "
+            "selected fraction) or a fixed integer"
         ),
-    )
-    calibration: Literal["analytic", "lightdp", "classic"] = Field(
-        "analytic",
-        description=(
-            "analytic (exact, any epsilon), lightdp (sqrt(2 ln(2/delta))) or classic (sqrt(2 "
-            "ln(1.25/delta)))"
-        ),
-    )
-    allow_loose_classic: bool = Field(
-        False, description="allow a lightdp/classic constant where a per-round epsilon reaches 1"
     )
     accountant: str = Field(
         "basic",
         description="accountant plug-in that prices every release (fedgame list accountant)",
     )
-    sensitivity: Literal["update", "sample"] = Field(
-        "update", description="update (client-level) or sample (NbAFL-style 2 clip / |D_min|)"
+    level: Literal["update", "sample"] = Field(
+        "update",
+        description=(
+            "update (client-level, sensitivity clip) or sample (NbAFL-style record level, "
+            "2 clip / |D_min|); formerly sensitivity"
+        ),
     )
 
 
@@ -150,6 +145,7 @@ class PerRoundGaussian:
         self.config = config
         self.accountant = make_accountant(config.accountant)
         self.sensitivity = config.clip * (2.0 if config.adjacency == "replace" else 1.0)
+        self.calibration = make_calibration(config.calibration, config)
         self.graph: Any = None
         self.faults: Any = None
         self.colluder = np.zeros(0, dtype=bool)
@@ -164,11 +160,16 @@ class PerRoundGaussian:
     def check_scenario(config: Any, scenario: Any, *, key: str) -> None:
         """Cross-section checks; ``config`` is the plug-in's own ``Config`` (a PerRoundConfig)."""
         check_describes(config.accountant, "gaussian", key=f"{key}.accountant")
+        kind = scenario.privacy.kind
+        cls: Any = registry.entry("privacy", kind).cls
+        placement = cls.placement
+        release = Release("gaussian", placement, config.level)
+        check_calibration(config.calibration, release, kind=kind, key=key)
         check_classic(
             config.calibration,
             config.allow_loose_classic,
             scenario,
-            participations=config.participations,
+            participations=fixed_participations(config.participations),
             key=key,
         )
 
@@ -180,16 +181,13 @@ class PerRoundGaussian:
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        t = self.config.participations or participations
+        t = fixed_participations(self.config.participations) or participations
         return epsilon_total / t, delta_total / t
 
     def multipliers(self, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
         """z = σ_L/Δ = c(ε, δ)/ε of the local-DP Gaussian each release is worth."""
-        eps, delta = np.asarray(eps, dtype=float), np.asarray(delta, dtype=float)
-        if self.config.calibration == "analytic":
-            return analytic_gaussian_multipliers(eps, delta)
-        shift = 2.0 if self.config.calibration == "lightdp" else 1.25  # ld.tail_constant
-        return np.sqrt(2.0 * np.log(shift / delta)) / eps
+        target = per_release_target(eps, delta)
+        return self.calibration.multipliers(target, accountant=self.accountant)
 
     def next_charges(self, clients: Sequence[ClientView]) -> Charges:
         eps = np.array([c.epsilon_round for c in clients], dtype=float)
@@ -198,7 +196,7 @@ class PerRoundGaussian:
 
     def round_sensitivity(self, clients: Sequence[ClientView]) -> float:
         """Δ for this round's selected clients (see the module docstring)."""
-        if self.config.sensitivity == "update":
+        if self.config.level == "update":
             return self.sensitivity
         return 2.0 * self.config.clip / max(min(c.dataset_size for c in clients), 1)
 

@@ -50,8 +50,9 @@ CHUNK = 1 << 23
 
 @lru_cache(maxsize=256)
 def _design(
-    k: int, c_bar: int, pmf: tuple[float, ...], eps: float, delta: float, sens: float, cal: str
+    k: int, c_bar: int, pmf: tuple[float, ...], eps: float, delta: float, sens: float, c: float
 ) -> ld.LightDPNoise:
+    """Paper 004's design, rescaled from its own constant to ``c`` = ε·z of the calibration."""
     d = ld.lightdp_design(
         n_clients=k,
         max_colluders=c_bar,
@@ -60,7 +61,7 @@ def _design(
         delta=delta,
         sensitivity=sens,
     )
-    scale = ld.tail_constant(delta, calibration=cal, epsilon=eps) / ld.tail_constant(delta)  # type: ignore[arg-type]
+    scale = c / ld.tail_constant(delta)
     return ld.LightDPNoise(d.sigma_pairwise * scale, d.sigma_individual * scale, d.gamma0)
 
 
@@ -175,16 +176,12 @@ class LightDP(PerRoundGaussian):
         c_bar = min(self.config.max_colluders, k - 1)
         cfg = self.config
         sens = self.round_sensitivity(clients)
-        d = _design(k, c_bar, pmf, eps_d, delta_d, sens, cfg.calibration)
+        z_d = float(self.multipliers(np.array([eps_d]), np.array([delta_d]))[0])
+        d = _design(k, c_bar, pmf, eps_d, delta_d, sens, eps_d * z_d)
         sub = self.graph.subgraph(ids) if self.graph is not None else nx.complete_graph(ids)
         self._complete = sub.number_of_edges() == k * (k - 1) // 2
         if not self._complete and cfg.incomplete_graph == "ldp_floor":
-            floor = ld.ldp_sigma(
-                epsilon=eps_d,
-                delta=delta_d,
-                sensitivity=sens,
-                calibration=cfg.calibration,
-            )
+            floor = z_d * sens
             d = ld.LightDPNoise(d.sigma_pairwise, max(d.sigma_individual, floor), d.gamma0)
         self.design = d
         self._pairs = pair_arrays(sub, ids)

@@ -23,7 +23,7 @@ from pydantic import Field, PositiveInt
 from fedgame.errors import ScenarioError
 from fedgame.learning.settings import TrainingSettings
 from fedgame.mechanisms.base import ParticipationPlanner, ReportsLossBound
-from fedgame.views import ClientView, SetupContext
+from fedgame.views import ClientView, SetupContext, column_of
 
 
 def adjacency_factor(adjacency: str) -> float:
@@ -237,7 +237,7 @@ class ReleaseSensitivity:
             level=config.level,
             clip=config.clip,
             factor=self.factor,  # type: ignore[attr-defined]
-            dataset_sizes=np.array([c.dataset_size for c in clients]),
+            dataset_sizes=column_of(clients, "dataset_size"),
             lr=self.training.lr_at(round_index) if sample else 1.0,  # type: ignore[attr-defined]
             loss_bound=self.participation.loss_bound(round_index + 1),  # type: ignore[attr-defined]
         )

@@ -89,6 +89,7 @@ def test_each_familys_required_members_are_its_protocols():
     from fedgame.network.topology import Topology
     from fedgame.privacy.accountants.base import Accountant
     from fedgame.privacy.base import PrivacyMechanism
+    from fedgame.privacy.calibrations import Calibration
 
     protocols = {
         "dataset": DatasetSource,
@@ -99,6 +100,7 @@ def test_each_familys_required_members_are_its_protocols():
         "selection": SelectionPolicy,
         "privacy": PrivacyMechanism,
         "accountant": Accountant,
+        "calibration": Calibration,
         "aggregation": Aggregator,
         "topology": Topology,
         "faults": FaultModel,

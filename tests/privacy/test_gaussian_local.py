@@ -94,7 +94,7 @@ def test_accountant_z_cached_per_budget():
     mech.epsilon_per_round(np.array([1.0]), np.array([1e-5]), participations=5)
     a = mech.next_charge(view(0, eps_total=2.0))
     b = mech.next_charge(view(7, eps_total=2.0))
-    assert a.noise_multiplier == b.noise_multiplier and len(mech._z_cache) == 1
+    assert a.noise_multiplier == b.noise_multiplier and len(mech.calibration._cache) == 1
     z = make_accountant("rdp").calibrate(
         epsilon=2.0, delta=1e-5, releases=5, template=Charge("gaussian", delta=2e-6)
     )

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from fedgame.errors import ScenarioError
 from fedgame.game import lightdp as ld
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.correlated import BoundedStragglers
@@ -92,7 +93,9 @@ def test_residual_with_stragglers_matches_eq9(s):
 def test_design_matches_example1_and_falls_back():
     n = 50
     faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
-    mech = prepared(LightDP, n, faults, max_colluders=10, calibration="lightdp")
+    mech = prepared(
+        LightDP, n, faults, max_colluders=10, calibration="lightdp", allow_loose_classic=True
+    )
     plan_for(mech, n)
     assert mech.design.gamma0 == pytest.approx(0.079656, abs=1e-6)
     c = ld.tail_constant(1e-5)
@@ -100,7 +103,9 @@ def test_design_matches_example1_and_falls_back():
     assert mech.design.sigma_individual == pytest.approx(0.9477, abs=1e-4)
     assert mech.design.sigma_pairwise == pytest.approx(0.2675, abs=1e-4)
     # mu >= N - C_bar - 1 (C_bar = 44, S_bar = 10): no positive root, plain local DP
-    mech2 = prepared(LightDP, n, faults, max_colluders=44, calibration="lightdp")
+    mech2 = prepared(
+        LightDP, n, faults, max_colluders=44, calibration="lightdp", allow_loose_classic=True
+    )
     plan_for(mech2, n)
     assert mech2.design.gamma0 == 0.0
     assert mech2.design.sigma_individual == pytest.approx(c / 3.0)
@@ -121,8 +126,10 @@ def test_effective_noise_counts_only_honest_partners():
 def test_ldp_and_smpc_noise_levels():
     n = 50
     faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
-    ldp = prepared(LocalDP, n, faults, calibration="lightdp")
-    smpc = prepared(SmpcDP, n, faults, max_colluders=10, calibration="lightdp")
+    ldp = prepared(LocalDP, n, faults, calibration="lightdp", allow_loose_classic=True)
+    smpc = prepared(
+        SmpcDP, n, faults, max_colluders=10, calibration="lightdp", allow_loose_classic=True
+    )
     s_l = plan_for(ldp, n).noise_std
     s_s = plan_for(smpc, n).noise_std
     assert s_l[0] == pytest.approx(ld.tail_constant(1e-5) / 3.0)
@@ -136,7 +143,9 @@ def test_default_analytic_calibration_scales_every_scheme_alike():
     faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=10))
     sigma_l = analytic_gaussian_sigma(epsilon=3.0, delta=1e-5)
     assert plan_for(prepared(LocalDP, n, faults), n).noise_std[0] == pytest.approx(sigma_l)
-    paper = prepared(LightDP, n, faults, max_colluders=10, calibration="lightdp")
+    paper = prepared(
+        LightDP, n, faults, max_colluders=10, calibration="lightdp", allow_loose_classic=True
+    )
     exact = prepared(LightDP, n, faults, max_colluders=10)
     plan_for(paper, n)
     plan = plan_for(exact, n)
@@ -185,7 +194,7 @@ def small(privacy: dict, **over) -> dict:
         "privacy": {
             "kind": "lightdp",
             "max_colluders": 3,
-            "sensitivity": "sample",
+            "level": "sample",
             "participations": 3,
             **privacy,
         },
@@ -207,6 +216,51 @@ def test_colluders_change_effective_privacy_not_training():
     assert (other.rounds["colluders"] == 3).all() and (base.rounds["colluders"] == 0).all()
     eb, eo = base.clients["effective_noise_var"], other.clients["effective_noise_var"]
     assert (eo.fillna(0) <= eb.fillna(0) + 1e-15).all() and (eo < eb).any()
+
+
+SECURE = {"kind": "secure", "inner": "mean"}
+
+
+def test_smpc_dp_wraps_secure_aggregation_and_its_recovery_policy():
+    sc = small({"kind": "smpc_dp"}, aggregation={**SECURE, "recovery": "p2p", "threshold": 10})
+    sc["network"]["faults"]["edge_failure"] = 0.5
+    out = simulate(validate(sc))
+    assert out.rounds["aggregation_failed"].all()
+    assert (out.rounds["secure_status"] == 1).all() and out.rounds["smpc_status"].isna().all()
+    sc["privacy"]["kind"] = "ideal_smpc"
+    sc["aggregation"] = {**SECURE, "recovery": "always"}
+    assert not simulate(validate(sc)).rounds["aggregation_failed"].any()
+
+
+def test_the_wrap_releases_what_the_ideal_mask_model_released():
+    """Same noise, same recovery: the secure sum differs from the ideal one by fixed point."""
+    ideal = simulate(validate(small({"kind": "ideal_smpc"})))
+    real = simulate(validate(small({"kind": "ideal_smpc"}, aggregation={**SECURE})))
+    np.testing.assert_array_equal(ideal.clients["noise_std"], real.clients["noise_std"])
+    np.testing.assert_allclose(
+        ideal.rounds["test_loss"], real.rounds["test_loss"], rtol=1e-4, atol=1e-6
+    )
+    assert (real.rounds["secure_error"] < 1e-4).all()
+
+
+@pytest.mark.parametrize(
+    ("privacy", "aggregation", "key"),
+    [
+        ({"kind": "smpc_dp", "recovery": "none"}, {**SECURE}, "privacy.recovery"),
+        ({"kind": "smpc_dp"}, {"kind": "secure", "inner": "fedavg"}, "aggregation.inner.kind"),
+        ({"kind": "ideal_smpc"}, {**SECURE, "recovery": "p2p"}, "aggregation.recovery"),
+    ],
+)
+def test_wrong_wraps_are_refused_naming_the_key(privacy, aggregation, key):
+    with pytest.raises(ScenarioError) as info:
+        validate(small(privacy, aggregation=aggregation))
+    assert info.value.key == key
+
+
+def test_the_old_ideal_mask_spelling_works_with_one_deprecation_line():
+    with pytest.warns(FutureWarning, match="aggregation: mean .* is deprecated") as caught:
+        validate(small({"kind": "smpc_dp", "recovery": "p2p"}))
+    assert len([w for w in caught if issubclass(w.category, FutureWarning)]) == 1
 
 
 def test_smpc_with_link_failures_flags_failed_rounds():
@@ -259,6 +313,7 @@ def test_incomplete_graph_uses_ldp_floor():
         max_colluders=2,
         incomplete_graph="ldp_floor",
         calibration="lightdp",
+        allow_loose_classic=True,
     )
     plan_for(mech, n)
     assert mech.design.sigma_individual == pytest.approx(ld.tail_constant(1e-5) / 3.0)

@@ -128,7 +128,7 @@ def test_bcs_model_sigma_at_own_T_n_and_stage1_sensitivity():
         assert s2 == pytest.approx(bcs_sensitivity(clip=1.0, lr=lr, dataset_size=d_n))
     ids = [v.client_id for v in views[:3]]
     plan = mech.plan(views[:3], [Response(i, True) for i in ids], info=RoundInfo(1, 8, 16))
-    z = np.array([mech.noise_multiplier(v) for v in views[:3]])
+    z = mech.multipliers(mech.target(views[:3]))
     np.testing.assert_allclose(plan.noise_std, z * stage1[:3], rtol=1e-12)
 
 

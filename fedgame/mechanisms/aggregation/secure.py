@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 import fedgame.registry as registry
 from fedgame.errors import FedGameError, ScenarioError
-from fedgame.mechanisms.base import WeightedSumAggregator
+from fedgame.mechanisms.aggregation.recovery import Recovery, recovery_status
+from fedgame.mechanisms.base import FaultDraw, WeightedSumAggregator
 from fedgame.registry import register
-from fedgame.views import ClientView
+from fedgame.views import ClientView, RoundInfo
 
 if TYPE_CHECKING:
     import torch
@@ -28,13 +29,16 @@ class SecureAggregation:
     fixed point (``scale``) modulo 2^``bits`` and adds its pairwise masks, expanded from
     per-pair seeds drawn from the round's ``masks`` stream (lower id adds, higher subtracts).
     The server only sees masked vectors; their sum unmasks itself when everyone uploads. When
-    some upload is missing, ``recover_dropouts`` has the server rebuild the dropped clients'
-    pair masks and remove them; otherwise the round fails (``None``). The result equals the
+    some upload is missing, the server rebuilds the dropped clients' pair masks and removes
+    them if the ``recovery`` policy (:mod:`~fedgame.mechanisms.aggregation.recovery`) allows:
+    ``always``, ``none`` (the round fails, ``None``) or ``p2p`` (paper 004's SecAgg model: at
+    least ``threshold`` uploads, and as many uploaders with every client-client link up);
+    without ``recovery`` it is ``always`` or ``none`` by ``recover_dropouts``. The result equals the
     inner aggregate up to fixed-point resolution 1/scale per term. The inner aggregator must
     be a weighted sum (``fedavg``, ``mean``); a ``median`` is refused at validation.
     """
 
-    round_columns = ("secure_dropped", "secure_recovered", "secure_error")
+    round_columns = ("secure_dropped", "secure_recovered", "secure_error", "secure_status")
     #: declared capability (``DrawsMasks``): the round's ``masks`` stream seeds the pair masks
     draws_masks = True
 
@@ -55,6 +59,17 @@ class SecureAggregation:
             ),
         )
 
+        recovery: Recovery | None = Field(
+            None,
+            description=(
+                "recovery policy: always, none or p2p (threshold uploads with every "
+                "client-client link up); default: always if recover_dropouts, else none"
+            ),
+        )
+        threshold: PositiveInt | None = Field(
+            None, description="p2p recovery: uploads needed to unmask (default: every selected)"
+        )
+
         @field_validator("inner", mode="before")
         @classmethod
         def _shorthand(cls, value: Any) -> Any:
@@ -67,6 +82,14 @@ class SecureAggregation:
         self.inner = registry.create("aggregation", kind, params)
         self._metrics: dict[str, float] = {}
         self._warned = False
+        self._failed_edges: frozenset[tuple[int, int]] = frozenset()
+        rec = config.recovery
+        self.recovery: Recovery = rec or ("always" if config.recover_dropouts else "none")
+
+    def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None:
+        """The round's client-client links down (``ObservesFaults``), for ``p2p`` recovery."""
+        del info
+        self._failed_edges = frozenset(draw.failed_edges)
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
@@ -120,10 +143,18 @@ class SecureAggregation:
         uploaded = (np.arange(n) < k)[order]
         seeds = rng.integers(0, 2**63 - 1, size=n * (n - 1) // 2, dtype=np.int64)
         uploads = masked_uploads(encoded, seeds, bits=bits)
-        total = unmask_sum(
-            uploads, uploaded, seeds, bits=bits, recover=self.config.recover_dropouts
+        status = recovery_status(
+            self.recovery,
+            ids=[ids[i] for i in order],
+            uploaded=uploaded,
+            failed_edges=self._failed_edges,
+            threshold=self.config.threshold,
         )
+        total = unmask_sum(uploads, uploaded, seeds, bits=bits, recover=status == 0)
         self._metrics = {"secure_dropped": float(n - k), "secure_recovered": 0.0}
+        self._metrics["secure_status"] = float(status)
+        if status != 0 or total is None:
+            total = None
         if total is None:
             self._metrics["secure_error"] = math.nan
             return None

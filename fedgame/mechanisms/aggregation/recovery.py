@@ -1,0 +1,54 @@
+"""Whether a secure sum can be unmasked: the recovery policies of SecAgg-style aggregation.
+
+One model for every secure sum (``aggregation: secure`` and the paper-004 baselines
+``smpc_dp``/``ideal_smpc``). Of the K selected clients, ``uploaded`` marks those whose masked
+upload arrived; ``failed_edges`` are the client-client links down this round.
+
+* ``always``: the masks of missing clients are always removed (ideal recovery);
+* ``none``: no unmasking phase: any missing upload leaves masks in the sum;
+* ``p2p`` (SecAgg / SwiftAgg+, paper 004 Fig. 4): at least ``threshold`` uploads must arrive
+  (else the round times out), and at least ``threshold`` clients must have uploaded *and* kept
+  every link to the other selected clients up (pair keys and shares travel over those links),
+  whether or not an upload is missing.
+
+Status codes: 0 ok, 1 masks unrecoverable, 2 timed out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import numpy as np
+
+Recovery = Literal["always", "none", "p2p"]
+OK, UNRECOVERABLE, TIMED_OUT = 0, 1, 2
+
+
+def recovery_status(
+    policy: Recovery,
+    *,
+    ids: Sequence[int],
+    uploaded: np.ndarray,
+    failed_edges: Iterable[tuple[int, int]],
+    threshold: int | None = None,
+) -> int:
+    """0 ok, 1 masks unrecoverable, 2 timed out (see the module docstring).
+
+    ``threshold`` defaults to every selected client (K); a ``p2p`` caller with a straggler
+    bound S̄ passes K − S̄.
+    """
+    up = np.asarray(uploaded, dtype=bool)
+    if policy == "always":
+        return OK
+    if policy == "none":
+        return OK if up.all() else UNRECOVERABLE
+    need = threshold if threshold is not None else len(ids)
+    if int(up.sum()) < need:
+        return TIMED_OUT
+    ok = up.copy()
+    pos = {cid: n for n, cid in enumerate(ids)}
+    for i, j in failed_edges:
+        if i in pos and j in pos:
+            ok[pos[i]] = ok[pos[j]] = False
+    return OK if int(ok.sum()) >= need else UNRECOVERABLE

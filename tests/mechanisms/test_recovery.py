@@ -1,0 +1,66 @@
+"""The recovery policies of a secure sum, one model for ``aggregation: secure`` and smpc_dp."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fedgame.mechanisms.aggregation.recovery import (
+    OK,
+    TIMED_OUT,
+    UNRECOVERABLE,
+    recovery_status,
+)
+
+IDS = [3, 5, 8, 9]
+
+
+def status(policy, uploaded, edges=(), threshold=None):
+    return recovery_status(
+        policy, ids=IDS, uploaded=np.array(uploaded), failed_edges=edges, threshold=threshold
+    )
+
+
+def test_always_recovers_and_none_fails_on_any_missing_upload():
+    assert status("always", [True, False, False, True]) == OK
+    assert status("none", [True, True, True, True]) == OK
+    assert status("none", [True, False, True, True]) == UNRECOVERABLE
+
+
+def test_p2p_needs_threshold_uploads_then_as_many_with_every_link_up():
+    assert status("p2p", [True, False, True, True], threshold=3) == OK
+    assert status("p2p", [True, False, False, True], threshold=3) == TIMED_OUT
+    # a link down between two selected uploaders takes both out of the recovery
+    assert status("p2p", [True, False, True, True], [(3, 8)], threshold=3) == UNRECOVERABLE
+    # a link to a client that was not selected does not matter
+    assert status("p2p", [True, False, True, True], [(3, 4)], threshold=3) == OK
+    # links matter even when every upload arrived (the pair keys travel over them)
+    assert status("p2p", [True] * 4, [(8, 9)], threshold=3) == UNRECOVERABLE
+
+
+@pytest.mark.parametrize("recovery", ["always", "none", "p2p"])
+def test_secure_aggregation_follows_its_recovery_policy(recovery):
+    import torch
+
+    from fedgame import registry
+    from fedgame.mechanisms.base import FaultDraw
+    from fedgame.views import RoundInfo
+
+    extra = {"threshold": 3} if recovery == "p2p" else {}
+    agg = registry.create("aggregation", "secure", {"inner": "mean", "recovery": recovery, **extra})
+    n = 10
+    agg.observe_faults(
+        FaultDraw(np.ones(n, bool), np.zeros(n, bool), failed_edges=((0, 1),)),
+        info=RoundInfo(1, 2, n),
+    )
+    views = [_View(i) for i in range(4)]
+    updates = torch.ones(3, 5)
+    out = agg.aggregate(updates, clients=views[:3], dropped=views[3:], rng=np.random.default_rng(0))
+    want = {"always": OK, "none": UNRECOVERABLE, "p2p": UNRECOVERABLE}[recovery]
+    assert agg.round_metrics()["secure_status"] == want
+    assert (out is None) == (want != OK)
+
+
+class _View:
+    def __init__(self, cid: int) -> None:
+        self.client_id, self.dataset_size = cid, 10
