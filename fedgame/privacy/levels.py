@@ -68,12 +68,25 @@ def check_coupling(scenario: Any) -> None:
     """
     import fedgame.registry as registry
 
-    privacy_kind = scenario.component("privacy").kind
+    privacy = scenario.component("privacy")
+    privacy_kind = privacy.kind
     follows = _follows(privacy_kind)
+    run_scope = _run_scope_calibration(privacy_kind, privacy.params)
+    if run_scope is not None:
+        follows = follows - {"epsilon"}
     for key, kind in _policy_keys(scenario):
         chooses = _chooses(kind)
         if chooses == "default" or chooses in follows:
             continue
+        if run_scope is not None and chooses == "epsilon":
+            raise ScenarioError(
+                "privacy.calibration",
+                run_scope,
+                f"it sizes each client's noise for its whole budget over the run, so the "
+                f"per-release epsilon that {key} '{kind}' chooses would buy nothing; use a "
+                "calibration of one release (analytic, classic, lightdp) or a policy that "
+                "chooses rho or nothing",
+            )
         good = sorted(name for name in registry.names("privacy") if chooses in _follows(name))
         served = sorted(
             name
@@ -87,6 +100,26 @@ def check_coupling(scenario: Any) -> None:
             f"client, so payments would buy nothing; privacy kinds that follow {chooses}: "
             f"{', '.join(good)}; policies '{privacy_kind}' can serve: {', '.join(served)}",
         )
+
+
+def _run_scope_calibration(privacy_kind: str, params: dict[str, Any]) -> str | None:
+    """The mechanism's calibration when it is one of the whole run (``scope == "run"``).
+
+    Such a calibration (``accountant``, ``dpfl_bcs``) sizes each client's noise from its
+    whole budget over its planned releases, so a per-release ε a response asks for cannot
+    move it; a chosen ρ still does (z = 1/sqrt(2ρ) whatever the calibration).
+    """
+    import fedgame.registry as registry
+
+    config: Any = getattr(registry.entry("privacy", privacy_kind).cls, "Config", None)
+    fields = getattr(config, "model_fields", {})
+    if "calibration" not in fields:
+        return None
+    name = params.get("calibration", fields["calibration"].default)
+    if not isinstance(name, str) or name not in registry.names("calibration"):
+        return None  # the mechanism's own validation names a bad value
+    calibration: Any = registry.entry("calibration", name).cls
+    return name if calibration.scope == "run" else None
 
 
 def _policy_keys(scenario: Any) -> list[tuple[str, str]]:

@@ -188,3 +188,29 @@ def test_in_a_run_each_client_is_charged_the_release_its_rho_buys(tiny, privacy)
             _reported_epsilon(name, charge, row.delta), rel=1e-9
         )
     assert first["noise_std"].nunique() >= 2
+
+
+
+
+@pytest.mark.parametrize(
+    ("calibration", "refused"),
+    [("analytic", False), ("classic", False), ("accountant", True), ("dpfl_bcs", True)],
+)
+def test_a_chosen_epsilon_is_refused_under_a_calibration_of_the_whole_run(
+    tiny, scratch_registry, calibration, refused
+):
+    """``gaussian`` follows a chosen ε only where it calibrates one release at a time."""
+    always = scratch_registry.entry("policy", "always").cls
+    chooser = type("EpsilonChooser", (always,), {"chooses": "epsilon"})
+    scratch_registry.register("policy", "epsilon_chooser_test")(chooser)
+    data = _game(tiny, "gaussian", "epsilon_chooser_test")
+    data["privacy"]["calibration"] = calibration
+    data["privacy"]["allow_loose_classic"] = True
+    if not refused:
+        validate(data)
+        return
+    with pytest.raises(ScenarioError) as err:
+        validate(data)
+    assert err.value.key == "privacy.calibration" and err.value.value == calibration
+    assert "policy.kind 'epsilon_chooser_test'" in str(err.value)
+    assert "\n" not in str(err.value)
