@@ -173,7 +173,11 @@ def Views(model: DashboardData, selected: solara.Reactive[int | None]) -> None:
             selected.set(int(datum["value"]))
 
     option = network_option(
-        model.current_clients(), model.positions, plan, rows=rows, selected=selected.value,
+        model.current_clients(),
+        model.positions,
+        plan,
+        rows=rows,
+        selected=selected.value,
         height=NETWORK_HEIGHT,
     )
     with solara.Div(classes=["fedgame-views"]):

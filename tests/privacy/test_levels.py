@@ -190,8 +190,6 @@ def test_in_a_run_each_client_is_charged_the_release_its_rho_buys(tiny, privacy)
     assert first["noise_std"].nunique() >= 2
 
 
-
-
 @pytest.mark.parametrize(
     ("calibration", "refused"),
     [("analytic", False), ("classic", False), ("accountant", True), ("dpfl_bcs", True)],
