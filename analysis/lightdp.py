@@ -263,9 +263,9 @@ def summarise(report: _shared.Report, eps_grid: list[float], eps_head: str = "ε
         rule=margin.every("ε"),
         why_not={
             v: "LightDP's noise variance is 0.47× LDP's (note 004 §4.4; measured 0.46-0.48), "
-            "a 0.68× std: the gap is about half of LDP's loss to no DP (13 points here) and "
-            "stays at 10-14 where LDP loses 18-64; on full Fashion-MNIST the noise costs "
-            "nothing and the gap is 0.1 ± 0.5 (lightdp_ablation.py)"
+            "a 0.68× std: the gap is about half of LDP's loss to no DP (14 points here) and "
+            "stays at 8-19 where LDP loses 14-60; on full Fashion-MNIST the noise costs "
+            "nothing and the gap is 0.1 ± 0.1 to 0.1 ± 0.9 (lightdp_ablation.py)"
             for v in ("no", "inconclusive")
         },
     )
