@@ -93,6 +93,32 @@ def event_pld(
     return step if steps == 1 else step.self_compose(steps)
 
 
+def repeated_epsilon(
+    template: Charge,
+    z: float,
+    *,
+    releases: int,
+    delta: float,
+    interval: float,
+    pessimistic: bool = True,
+) -> float:
+    """ε at δ of ``releases`` releases like ``template`` at multiplier z, on one event PLD
+    discretised at ``interval`` and self-composed (calibration's coarse and check curves)."""
+    event = event_pld(
+        template.noise,
+        z=z,
+        q=float(template.sample_rate),
+        steps=int(template.steps),
+        interval=interval,
+        pessimistic=pessimistic,
+    )
+    if event is None or event is math.inf:
+        return 0.0 if event is None else math.inf
+    if releases > 1:
+        event = event.self_compose(releases)
+    return float(event.get_epsilon_for_delta(delta))
+
+
 def _plain_gaussian(charge: Charge) -> bool:
     """A release that is one Gaussian in law: plain, or ``subsampled`` at q = 1."""
     return charge.noise == "gaussian" or (
@@ -246,18 +272,9 @@ class PldAccountant(AccountantBase):
             )
 
         def coarse(z: float) -> float:
-            event = event_pld(
-                template.noise,
-                z=z,
-                q=float(template.sample_rate),
-                steps=int(template.steps),
-                interval=SEARCH_INTERVAL,
+            return repeated_epsilon(
+                template, z, releases=releases, delta=delta, interval=SEARCH_INTERVAL
             )
-            if event is None or event is math.inf:
-                return 0.0 if event is None else math.inf
-            if releases > 1:
-                event = event.self_compose(releases)
-            return float(event.get_epsilon_for_delta(delta))
 
         def fine(z: float) -> float:
             return self.composed_epsilon(
@@ -303,19 +320,14 @@ class PldAccountant(AccountantBase):
             def coarse(
                 z: float, pessimistic: bool = True, discretisation: float = SEARCH_INTERVAL
             ) -> float:
-                event = event_pld(
-                    template.noise,
-                    z=z,
-                    q=float(template.sample_rate),
-                    steps=int(template.steps),
+                return repeated_epsilon(
+                    template,
+                    z,
+                    releases=releases,
+                    delta=delta,
                     interval=discretisation,
                     pessimistic=pessimistic,
                 )
-                if event is None or event is math.inf:
-                    return 0.0 if event is None else math.inf
-                if releases > 1:
-                    event = event.self_compose(releases)
-                return float(event.get_epsilon_for_delta(delta))
 
             z = search_noise(coarse, epsilon=epsilon, rtol=rtol / 4, start=start, factor=factor)
             below = z / (1.0 + self.calibration_minimal_rtol)
