@@ -27,6 +27,8 @@ from fedgame.views import (
 if TYPE_CHECKING:
     import torch
 
+    from fedgame.game.economics import RoundOutcome
+
 
 class SelectionPolicy(Protocol):
     """Server rule choosing the round's participants among reachable responders."""
@@ -149,6 +151,31 @@ class WeightedSumAggregator(Protocol):
     """
 
     def weights(self, clients: Sequence[ClientView]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ReportsOutcome(Protocol):
+    """Capability of an incentive: the round's allocation and payments after ``settle``.
+
+    ``outcome()`` is read in phase 10 (collect); the economics columns of the rounds table
+    (server cost, client surplus, welfare, IR violations) are computed from it
+    (:mod:`fedgame.game.economics`). None: nothing was bought this round.
+    """
+
+    def outcome(self) -> RoundOutcome | None: ...
+
+
+@runtime_checkable
+class MeasuresDeviation(Protocol):
+    """Capability of an incentive: ex-post regret of truthful play, by a deviation search.
+
+    ``deviation_gains(ids, rng=...)`` returns, for each client in ``ids`` (a sample of this
+    round's clients), the largest utility gain it could have had by any other report or action
+    the family allows (a bid, a menu item, a privacy level), holding the others' moves and the
+    leader's rule fixed; 0 where truthful play was a best response. Money units.
+    """
+
+    def deviation_gains(self, ids: np.ndarray, *, rng: np.random.Generator) -> np.ndarray: ...
 
 
 @runtime_checkable
