@@ -33,6 +33,7 @@ from fedgame.collect import (
 from fedgame.errors import DivergenceError
 from fedgame.game.monitor import OffersContest, RoundMonitor
 from fedgame.mechanisms.base import (
+    ClearsMarket,
     ObservesFaults,
     ReportsClients,
     ReportsRounds,
@@ -191,8 +192,17 @@ class FedGameModel(RosterModel):
 
     def phase_respond(self) -> None:
         """3. Followers decide participation and privacy level: each agent type's ``respond``
-        (unreachable and excluded clients decline; :func:`fedgame.agents.followers.ask`)."""
+        (unreachable and excluded clients decline; :func:`fedgame.agents.followers.ask`); an
+        incentive that ``ClearsMarket`` then picks the winners, the other willing clients
+        decline (``not allocated``)."""
         ask(self.groups, self.table, self.clients, self.state.offer, self._market())
+        incentive = self.server.incentive
+        if isinstance(incentive, ClearsMarket):  # an auction: losers do not train
+            won = incentive.clear(self.state.offer, self.table.responses(), info=self.state.info)
+            lost = self.table.participating.copy()
+            lost[np.asarray(won, dtype=np.int64)] = False
+            self.table.participating[lost] = False
+            self.table.decline_reason[lost] = "not allocated"
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""

@@ -194,7 +194,8 @@ class Response:
     """A follower's move: take part or not, and at which privacy level.
 
     ``epsilon`` is the per-round privacy loss the client accepts (pure/approximate DP);
-    ``rho`` the zCDP budget for zCDP mechanisms (``nan`` when unused).
+    ``rho`` the zCDP budget for zCDP mechanisms (``nan`` when unused); ``bid`` the per-unit
+    cost it reports to an auction (``nan`` when it bids nothing).
     """
 
     client_id: int
@@ -202,20 +203,21 @@ class Response:
     epsilon: float = float("nan")
     rho: float = float("nan")
     reason: str = ""
+    bid: float = float("nan")
 
 
 class Responses(Sequence[Response]):
     """Followers' moves as columns (what a policy's batched ``respond_all`` returns).
 
     Iterating yields ``Response`` objects; ``ids`` and ``column(name)`` give the arrays
-    (``participate``, ``epsilon``, ``rho``, ``reason``). The reasons may be given in full
+    (``participate``, ``epsilon``, ``rho``, ``reason``, ``bid``). The reasons may be given in full
     (``reason``: one string per client, or one for all) or as ``why``: the reason of every
     client that does not take part (the others have none). Then the object column of
     reasons is built only when read, and ``stated_reasons`` finds the declines without
     reading it (a round of N batched answers costs no Python-object pass over N).
     """
 
-    __slots__ = ("_ids", "_reason", "_why", "epsilon", "participate", "rho")
+    __slots__ = ("_ids", "_reason", "_why", "bid", "epsilon", "participate", "rho")
 
     def __init__(
         self,
@@ -226,6 +228,7 @@ class Responses(Sequence[Response]):
         reason: np.ndarray | str | None = None,
         *,
         why: str | None = None,
+        bid: np.ndarray | None = None,
     ) -> None:
         if reason is not None and why is not None:
             raise ValueError("give reason (every client's) or why (the decliners'), not both")
@@ -234,6 +237,7 @@ class Responses(Sequence[Response]):
         self.participate = as_column(participate, n, bool)
         self.epsilon = as_column(epsilon, n, float, math.nan)
         self.rho = as_column(rho, n, float, math.nan)
+        self.bid = as_column(bid, n, float, math.nan)
         self._reason = None if reason is None else as_column(reason, n, object)
         self._why = why or None
 
@@ -246,6 +250,7 @@ class Responses(Sequence[Response]):
             column_of(responses, "epsilon"),
             column_of(responses, "rho"),
             column_of(responses, "reason", object),
+            bid=column_of(responses, "bid"),
         )
 
     @property
@@ -295,6 +300,7 @@ class Responses(Sequence[Response]):
                 self.rho[index],
                 None if self._reason is None else self._reason[index],
                 why=self._why,
+                bid=self.bid[index],
             )
         if self._reason is not None:
             reason = str(self._reason[index])
@@ -306,6 +312,7 @@ class Responses(Sequence[Response]):
             epsilon=float(self.epsilon[index]),
             rho=float(self.rho[index]),
             reason=reason,
+            bid=float(self.bid[index]),
         )
 
     def __iter__(self) -> Iterator[Response]:

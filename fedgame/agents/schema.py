@@ -172,6 +172,9 @@ class ClientRecord:
     response_rho: float = col(
         "round", float, math.nan, written=False, doc="ρ it asked", unit="ρ (zCDP)"
     )
+    response_bid: float = col(
+        "round", float, math.nan, written=False, doc="per-unit cost it bid", unit="reward units"
+    )
 
 
 @dataclass(frozen=True)

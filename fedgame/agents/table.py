@@ -48,6 +48,7 @@ DENSE_ROUND_COLUMNS = (
     "decline_reason",
     "response_epsilon",
     "response_rho",
+    "response_bid",
 )
 _SPARSE_ROUND = {k: v for k, v in ROUND_DEFAULTS.items() if k not in DENSE_ROUND_COLUMNS}
 
@@ -206,6 +207,7 @@ class ClientTable:
         cols["participating"][rows] = responses.participate
         cols["response_epsilon"][rows] = responses.epsilon
         cols["response_rho"][rows] = responses.rho
+        cols["response_bid"][rows] = responses.bid
         if fresh:
             positions, reasons = responses.stated_reasons()
             if positions.size:
@@ -219,9 +221,13 @@ class ClientTable:
         cols = self.columns
         names = ("participating", "response_epsilon", "response_rho", "decline_reason")
         if ids is None:
-            return Responses(cols["client_id"].copy(), *(cols[name].copy() for name in names))
+            return Responses(
+                cols["client_id"].copy(),
+                *(cols[name].copy() for name in names),
+                bid=cols["response_bid"].copy(),
+            )
         ids = np.asarray(ids, dtype=np.int64)
-        return Responses(ids, *(cols[name][ids] for name in names))
+        return Responses(ids, *(cols[name][ids] for name in names), bid=cols["response_bid"][ids])
 
     def response(self, client_id: int) -> Response:
         return self.responses([client_id])[0]

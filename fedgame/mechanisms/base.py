@@ -19,6 +19,7 @@ from fedgame.views import (
     MarketView,
     Offer,
     Response,
+    Responses,
     RoundInfo,
     Selection,
     SetupContext,
@@ -163,6 +164,18 @@ class ReportsOutcome(Protocol):
     """
 
     def outcome(self) -> RoundOutcome | None: ...
+
+
+@runtime_checkable
+class ClearsMarket(Protocol):
+    """Capability of an incentive: it allocates after the bids (an auction).
+
+    ``clear(offer, responses, *, info)`` is called at the end of phase 3 with every client's
+    response (bids in ``Responses.bid``) and returns the ids of the winners; the model makes
+    every other willing client decline with reason ``not allocated`` (it does not train).
+    """
+
+    def clear(self, offer: Offer, responses: Responses, *, info: RoundInfo) -> np.ndarray: ...
 
 
 @runtime_checkable

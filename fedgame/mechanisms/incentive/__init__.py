@@ -4,3 +4,5 @@
 import fedgame.mechanisms.incentive.none
 import fedgame.mechanisms.incentive.qi_dpfl
 import fedgame.mechanisms.incentive.stackelberg
+import fedgame.mechanisms.incentive.posted_price
+import fedgame.mechanisms.incentive.auction

@@ -4,3 +4,5 @@
 import fedgame.mechanisms.policy.always
 import fedgame.mechanisms.policy.game
 import fedgame.mechanisms.policy.learning
+import fedgame.mechanisms.policy.seller
+import fedgame.mechanisms.policy.bidding
