@@ -55,7 +55,9 @@ def winners(bids: ArrayLike, *, k: int, reserve: float) -> np.ndarray:
     return out
 
 
-def unit_prices(bids: ArrayLike, won: np.ndarray, *, k: int, reserve: float, rule: str) -> np.ndarray:
+def unit_prices(
+    bids: ArrayLike, won: np.ndarray, *, k: int, reserve: float, rule: str
+) -> np.ndarray:
     """Each winner's price per unit ρ (0 for the losers): min(r, b_(k+1)) (threshold) or its
     bid (first price), see the module doc.
 
@@ -144,7 +146,11 @@ def deviation_gains(
     others = np.sort(bids[np.isfinite(bids)])
     below = np.concatenate([others * (1 - 1e-9), [reserve]])
     candidates = np.concatenate(
-        [own[:, None] * grid[None, :], own[:, None], np.broadcast_to(below, (own.size, below.size))],
+        [
+            own[:, None] * grid[None, :],
+            own[:, None],
+            np.broadcast_to(below, (own.size, below.size)),
+        ],
         axis=1,
     )
     best = bid_utilities(candidates, own, critical, reserve=reserve, rule=rule, unit=unit)
@@ -159,7 +165,7 @@ def shading_prior(grid: np.ndarray, sd: float) -> np.ndarray:
     """log π_k of a log-normal prior over bid multipliers m_k centred on truthful bidding
     (m = 1): log π_k = −(ln m_k)²/(2·sd²), normalised (a learning bidder starts truthful and
     moves only where other bids have paid more)."""
-    log_prior = -np.log(grid) ** 2 / (2.0 * sd * sd)
+    log_prior = -(np.log(grid) ** 2) / (2.0 * sd * sd)
     top = log_prior.max()
     return log_prior - (top + np.log(np.exp(log_prior - top).sum()))
 

@@ -31,6 +31,7 @@ sold ν_i ≤ p/φ, one that did not ν_i ≥ p/φ.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -96,9 +97,7 @@ def cost_at_price(
     rho = supply(price, nu, caps, phi=phi, quadratic=quadratic)
     if not np.any(rho > 0):
         return PriceChoice(price, rho, math.inf)
-    found = server_cost(
-        price * float(rho.sum()), rho=rho, data_sizes=sizes, t=t, params=params
-    )
+    found = server_cost(price * float(rho.sum()), rho=rho, data_sizes=sizes, t=t, params=params)
     return PriceChoice(price, rho, found.total)
 
 
@@ -189,7 +188,7 @@ def _quadratic_price(
     candidates = [free]
     if kinks.size:  # past the last kink every seller is capped: the cost only grows with p
         edges = np.concatenate(([min(kinks[0], free) * 1e-6], kinks))
-        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        for lo, hi in itertools.pairwise(edges):
             if hi > lo:
                 found = minimize_scalar(cost, bounds=(lo, hi), method="bounded")
                 candidates.extend([float(found.x), float(hi)])

@@ -2,7 +2,7 @@
 
 # ruff: noqa: F401
 import fedgame.mechanisms.policy.always
+import fedgame.mechanisms.policy.bidding
 import fedgame.mechanisms.policy.game
 import fedgame.mechanisms.policy.learning
 import fedgame.mechanisms.policy.seller
-import fedgame.mechanisms.policy.bidding
