@@ -144,9 +144,9 @@ def test_a_posted_price_buys_each_sellers_supply_and_pays_the_price(tiny):
 
 def test_a_posted_price_leader_learns_nu_from_the_supply(tiny):
     belief = {"prior": {"median": 2.0, "sd": 1.0}, "obs_sd": 0.05}
-    data = market(tiny, {"kind": "optimal_price", "cost": "quadratic", "belief": belief},
-                  {"kind": "seller"},
-                  budget={"epsilon": {"dist": "constant", "value": 50.0}, "delta": 1e-5})  # fmt: skip
+    big = {"epsilon": {"dist": "constant", "value": 50.0}, "delta": 1e-5}
+    leader = {"kind": "optimal_price", "cost": "quadratic", "belief": belief}
+    data = market(tiny, leader, {"kind": "seller"}, budget=big)
     errors = []
     run(data, 4, lambda m: errors.append(m.extra["nu_error"]))
     assert errors[0] > 0.2  # the prior's median is twice the population's
