@@ -188,6 +188,22 @@ PLUGIN_COLUMNS: dict[str, Spec] = {
         "ν̂_i, the leader's belief about its privacy value (an incentive with a belief)",
         "cost per unit ρ",
     ),
+    # posted price and procurement auctions (fedgame.mechanisms.incentive.posted_price,
+    # .auction), rounds
+    "price": Spec("p_t, the posted price per unit of zCDP budget ρ", "reward units per unit ρ"),
+    "sellers": Spec("delivered clients that sold a positive ρ", "clients", "int64"),
+    "nu_error": Spec("mean |log ν̂_i − log ν_i| over the clients offered the price (0: ν known)"),
+    "bids": Spec("clients that bid in the auction", "clients", "int64"),
+    "winners": Spec("clients that won a unit (they alone train)", "clients", "int64"),
+    "clearing_price": Spec(
+        "the winners' mean price per unit ρ (threshold: the critical value; first price: the "
+        "mean winning bid)",
+        "reward units per unit ρ",
+    ),
+    "shading": Spec("mean b_i/κ_i − 1 over the bidders, κ_i the true per-unit cost (0: truthful)"),
+    # the auctions, clients
+    "bid": Spec("b_i, its bid per unit ρ", "reward units per unit ρ"),
+    "unit_price": Spec("its price per unit ρ (0 when it lost)", "reward units per unit ρ"),
     # the game monitor (fedgame.game.monitor), rounds
     "nash_gap_max": Spec("largest ex-post Nash gap of the delivered clients", _R),
     "nash_gap_mean": Spec("mean ex-post Nash gap of the delivered clients", _R),

@@ -78,6 +78,8 @@ RUNS = {
     "queries": _small("queries_replies", **{"selection.probe_steps": 2}),
     "belief": _small("qi_dpfl_belief"),
     "emd": _small("qi_dpfl_digits"),
+    "posted_price": _small("posted_price"),
+    "auction": _small("auction_first_price"),
     "lightdp": _small(
         "lightdp",
         **{
