@@ -166,3 +166,55 @@ def test_dedupe_trains_each_drawn_client_once(tiny):
     result = simulate(validate(data))
     check_budgets(result.clients, result.rounds)
     assert result.rounds["withdrawn_budget"].iloc[0] == 0
+
+
+def _market_pairs() -> list[tuple[str, str]]:
+    """(incentive, policy) pairs the registry declares: every incentive whose example names
+    the policy it needs, and every policy whose example names the incentive it needs (an
+    auction and its bidders, a posted price and its sellers): covered with no edit."""
+    pairs = set()
+    for name in registry.names("incentive"):
+        policy = dict(registry.example("incentive", name).needs).get("policy")
+        if policy is not None:
+            pairs.add((name, policy["kind"]))
+    for name in registry.names("policy"):
+        incentive = dict(registry.example("policy", name).needs).get("incentive")
+        if incentive is not None:
+            pairs.add((incentive["kind"], name))
+    return sorted(pairs)
+
+
+MARKETS = _market_pairs()
+
+
+def test_the_markets_are_drawn():
+    assert ("threshold_auction", "truthful_bidder") in MARKETS
+    assert ("optimal_price", "seller") in MARKETS
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    mechanism=st.sampled_from(sorted(MECHANISMS)),
+    selection=st.sampled_from(sorted(SELECTIONS)),
+    market=st.sampled_from(MARKETS),
+    low=st.floats(0.2, 3.0),
+    span=st.floats(0.0, 4.0),
+    seed=st.integers(0, 10_000),
+)
+@example(mechanism="zcdp_gaussian", selection="all", market=("threshold_auction",
+         "truthful_bidder"), low=5.0, span=5.0, seed=1)  # fmt: skip
+@example(mechanism="gaussian", selection="uniform", market=("optimal_price", "seller"),
+         low=5.0, span=5.0, seed=2)  # fmt: skip
+def test_no_client_ever_spends_past_its_budget_in_a_market(
+    tiny, mechanism, selection, market, low, span, seed
+):
+    """The same invariants when what a client sells (a ρ at a price, a unit it won in an
+    auction) is the budget of its release: the incentive and the policy it needs."""
+    incentive, policy = market
+    assume(coupled(mechanism, policy))
+    data = build(
+        tiny, mechanism, selection, policy, seed=seed, incentive=spec("incentive", incentive)
+    )
+    data["population"]["budget"]["epsilon"] = {"dist": "uniform", "low": low, "high": low + span}
+    result = simulate(validate(data))
+    check_budgets(result.clients, result.rounds)
