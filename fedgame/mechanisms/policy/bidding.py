@@ -166,7 +166,7 @@ class HedgeBidder(_Bidder):
         self.cumulative = np.zeros((0, self.grid.size))
         self.gap = np.zeros(0)
         self.last_plan: dict[str, float] | None = None
-        self.rng = np.random.default_rng(0)  # replaced by prepare's stream
+        self.rng: np.random.Generator | None = None  # prepare's stream
         self.multiplier = np.zeros(0)  # last multiplier played, by client id
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
@@ -187,6 +187,8 @@ class HedgeBidder(_Bidder):
         if self.last_plan is not None and market.previous is not None:
             self._learn(ids, cost, market.previous.responses.bid, self.last_plan)
         self.last_plan = dict(offer.plan)
+        if self.rng is None:
+            raise RuntimeError("hedge_bidder draws its bids from prepare's stream: prepare it")
         eta = adaptive_rate(self.gap[ids], self.grid.size)
         weights = prior_weights(self.cumulative[ids], eta, self.log_prior)
         draws = self.rng.random(ids.size)[:, None]
