@@ -121,3 +121,21 @@ def test_prior_weights_start_truthful_and_follow_the_payoffs():
     # w_k ∝ π_k·exp(η·U_k)
     want = np.exp(log_prior) * np.exp([0.0, 0.0, 10.0])
     np.testing.assert_allclose(w[0], want / want.sum())
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.floats(0.05, 3.0), min_size=2, max_size=12, unique=True),
+    st.integers(1, 5),
+    st.floats(0.1, 4.0),
+)
+def test_threshold_is_truthful_and_individually_rational(costs, k, reserve):
+    """Truthful bids: no client gains from any other bid, no winner is paid below its cost."""
+    cost = np.array(costs)
+    gains = deviation_gains(cost, cost, np.arange(cost.size), k=k, reserve=reserve,
+                            rule="threshold", unit=0.1, grid=GRID)  # fmt: skip
+    assert np.all(gains <= 1e-12)
+    won = winners(cost, k=k, reserve=reserve)
+    price = unit_prices(cost, won, k=k, reserve=reserve, rule="threshold")
+    assert np.all(price[won] >= cost[won])
+    assert won.sum() == min(k, int(np.sum(cost <= reserve)))
