@@ -16,6 +16,17 @@ each winner sells ρ and is paid ρ times its per-unit price:
 * **first price** (pay as bid): every winner is paid its own bid b_i. Truthful bidding earns
   nothing, so bidders shade (bid above cost) towards the price that still wins.
 
+A **budget-feasible** auction (Singer 2010, "Budget feasible mechanisms", FOCS, §4: the
+proportional-share mechanism; here every unit is worth the same to the leader) spends at most
+a budget B per round instead of buying a fixed k: with the bids sorted, b_(1) ≤ b_(2) ≤ ...,
+the winners are the k* lowest for the largest k* with b_(k*) ≤ B/k* (each would accept its
+proportional share of B), and each winner is paid its threshold, the largest bid with which
+it still wins against the others' bids o_(1) ≤ ... ≤ o_(n−1) (:func:`budget_thresholds`):
+θ_i = max over k with o_(k−1) ≤ B/k of min(o_(k), B/k) (o_(0) = −∞, o_(n) = ∞), which is
+min(B/k*, b_(k*+1)) for every winner. The allocation is monotone and winners are paid their
+thresholds, so truthful bidding is dominant (Myerson 1981); k*·θ_i ≤ k*·B/k* = B, so the
+payments never exceed the budget.
+
 :func:`bid_utilities` is what a bid would have earned against the others' bids held fixed: the
 learning bidders' full-information feedback and the deviation search of the ex-post regret
 (:func:`deviation_gains`) both use it.
@@ -31,6 +42,8 @@ from numpy.typing import ArrayLike
 from fedgame.errors import ScenarioError
 
 RULES = ("threshold", "first_price")
+#: the budget-feasible rule's name (its winners and prices come from the budget, not k)
+BUDGET_FEASIBLE = "budget_feasible"
 
 
 def true_unit_cost(nu: ArrayLike, *, phi: float, unit: float, quadratic: bool) -> np.ndarray:
@@ -106,9 +119,10 @@ def bid_utilities(
     unit: float,
 ) -> np.ndarray:
     """[clients, bids]: what each candidate bid would have earned, others' bids fixed:
-    unit·(price − κ_i) when it wins (b < c_i and b ≤ r), 0 when it loses; the price is
-    min(r, c_i) (threshold) or b (first price). ``candidates`` [clients, bids] in reward
-    units per unit ρ, ``cost`` κ_i and ``critical`` c_i per client."""
+    unit·(price − κ_i) when it wins (b < c_i and b ≤ r; a bid at c_i is a loss), 0
+    otherwise; the price is min(r, c_i) (threshold) or b (first price). ``candidates``
+    [clients, bids] in reward units per unit ρ, ``cost`` κ_i and ``critical`` c_i per
+    client."""
     if rule not in RULES:
         raise ScenarioError("rule", rule, ", ".join(RULES))
     cost = np.asarray(cost, dtype=float)[:, None]
@@ -131,6 +145,7 @@ def deviation_gains(
     rule: str,
     unit: float,
     grid: np.ndarray,
+    budget: float = math.inf,
 ) -> np.ndarray:
     """Ex-post regret of the clients at ``positions``: the best utility over a bid grid (its
     cost times ``grid``, the truthful bid, the reserve, and just below each other bid) minus
@@ -138,10 +153,12 @@ def deviation_gains(
 
     Under the threshold rule a truthful bidder's gain is 0 (dominant strategy); under first
     price it is about unit·(c_i − κ_i) for a truthful winner (it could have bid just below c_i).
+    ``rule`` may also be ``budget_feasible`` (with ``budget``; ``k`` and ``reserve`` unused).
     """
     bids = np.asarray(bids, dtype=float)
     cost = np.asarray(cost, dtype=float)
-    critical = kth_lowest_of_others(bids, k=k)[positions]
+    critical, rule, reserve = others_threshold(bids, rule=rule, k=k, reserve=reserve, budget=budget)
+    critical = critical[positions]
     own = cost[positions]
     others = np.sort(bids[np.isfinite(bids)])
     below = np.concatenate([others * (1 - 1e-9), [reserve]])
@@ -186,3 +203,72 @@ def prior_weights(cumulative: np.ndarray, eta: ArrayLike, log_prior: np.ndarray)
     w = np.exp(z)
     w /= w.sum(axis=1, keepdims=True)
     return w
+
+
+def budget_winners(bids: ArrayLike, *, budget: float) -> np.ndarray:
+    """Mask of the k* lowest finite bids, k* the largest k with b_(k) ≤ B/k (module doc;
+    ties: lower position first).
+
+    >>> budget_winners([0.3, 0.1, np.nan, 0.2, 0.9], budget=0.7).tolist()  # 0.3 > 0.7/3
+    [False, True, False, True, False]
+    """
+    bids = np.asarray(bids, dtype=float)
+    ok = np.isfinite(bids)
+    order = np.flatnonzero(ok)[np.argsort(bids[ok], kind="stable")]
+    k = np.arange(1, order.size + 1)
+    fits = np.flatnonzero(bids[order] <= budget / k)
+    out = np.zeros(bids.size, dtype=bool)
+    if fits.size:
+        out[order[: int(fits[-1]) + 1]] = True
+    return out
+
+
+def budget_thresholds(bids: ArrayLike, *, budget: float) -> np.ndarray:
+    """θ_i, the largest bid with which client i wins the budget-feasible auction against the
+    others' finite bids (module doc); −inf where no bid wins (never: k = 1 gives min(o_(1), B)
+    ≥ 0 for bids ≥ 0). Ties count as wins. O(n²) over the bidders.
+
+    >>> budget_thresholds([0.3, 0.1, 0.2, 0.9], budget=0.7).round(4).tolist()
+    [0.2333, 0.3, 0.3, 0.2333]
+    """
+    bids = np.asarray(bids, dtype=float)
+    n = bids.size
+    out = np.full(n, -math.inf)
+    for i in range(n):
+        others = np.sort(np.delete(bids, i)[np.isfinite(np.delete(bids, i))])
+        m = others.size
+        k = np.arange(1, m + 2)
+        below = np.concatenate(([-math.inf], others))  # o_(k-1), k = 1..m+1
+        above = np.concatenate((others, [math.inf]))  # o_(k)
+        share = budget / k
+        fits = below <= share
+        if fits.any():
+            out[i] = float(np.max(np.minimum(above, share)[fits]))
+    return out
+
+
+def others_threshold(
+    bids: np.ndarray, *, rule: str, k: int, reserve: float, budget: float
+) -> tuple[np.ndarray, str, float]:
+    """(c_i, rule, reserve) for :func:`bid_utilities`: a k-unit rule's k-th lowest other bid,
+    or the budget-feasible threshold θ_i, which is priced as a threshold rule with no reserve
+    (a bid wins iff it is below θ_i and is paid θ_i)."""
+    if rule == BUDGET_FEASIBLE:
+        return budget_thresholds(bids, budget=budget), "threshold", math.inf
+    return kth_lowest_of_others(bids, k=k), rule, reserve
+
+
+def clear_market(
+    bids: ArrayLike, *, rule: str, k: int, reserve: float, budget: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(winners mask, price per unit ρ) under ``rule``: the k-unit rules of :func:`winners`
+    and :func:`unit_prices`, or the budget-feasible rule (its thresholds, module doc)."""
+    bids = np.asarray(bids, dtype=float)
+    if rule == BUDGET_FEASIBLE:
+        won = budget_winners(bids, budget=budget)
+        prices = np.zeros(bids.size)
+        if won.any():
+            prices[won] = budget_thresholds(bids, budget=budget)[won]
+        return won, prices
+    won = winners(bids, k=k, reserve=reserve)
+    return won, unit_prices(bids, won, k=k, reserve=reserve, rule=rule)

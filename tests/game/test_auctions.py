@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from fedgame.game.auctions import (
     bid_utilities,
+    clear_market,
     deviation_gains,
     kth_lowest_of_others,
+    others_threshold,
     prior_weights,
     shading_prior,
     true_unit_cost,
@@ -139,3 +141,45 @@ def test_threshold_is_truthful_and_individually_rational(costs, k, reserve):
     price = unit_prices(cost, won, k=k, reserve=reserve, rule="threshold")
     assert np.all(price[won] >= cost[won])
     assert won.sum() == min(k, int(np.sum(cost <= reserve)))
+
+
+def test_budget_feasible_worked_by_hand():
+    # sorted 0.1, 0.2, 0.3, 0.9 with B = 0.7: 0.1 <= 0.7, 0.2 <= 0.35, 0.3 > 0.233: k* = 2;
+    # each winner's threshold is min(B/k*, b_(3)) = min(0.35, 0.3) = 0.3
+    bids = np.array([0.3, 0.1, 0.2, 0.9])
+    won, prices = clear_market(bids, rule="budget_feasible", k=1, reserve=0.0, budget=0.7)
+    assert won.tolist() == [False, True, True, False]
+    np.testing.assert_allclose(prices, [0.0, 0.3, 0.3, 0.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(0.05, 3.0), min_size=1, max_size=10, unique=True),
+    st.floats(0.05, 5.0),
+    st.floats(0.01, 4.0),
+)
+def test_budget_feasible_is_truthful_within_budget_and_priced_by_re_clearing(costs, budget, new):
+    cost = np.array(costs)
+    won, prices = clear_market(cost, rule="budget_feasible", k=1, reserve=0.0, budget=budget)
+    assert prices.sum() <= budget * (1 + 1e-12)  # budget feasible
+    assert np.all(prices[won] >= cost[won])  # individually rational
+    if won.any():  # the threshold is min(B/k*, b_(k*+1))
+        k = int(won.sum())
+        ordered = np.sort(cost)
+        want = min(budget / k, ordered[k] if k < cost.size else math.inf)
+        np.testing.assert_allclose(prices[won], want)
+    gains = deviation_gains(cost, cost, np.arange(cost.size), k=1, reserve=0.0,
+                            rule="budget_feasible", unit=1.0, grid=GRID, budget=budget)  # fmt: skip
+    assert np.all(gains <= 1e-12)  # truthful
+    if np.any(np.isclose(cost[1:], new)):
+        return
+    critical, rule, reserve = others_threshold(cost, rule="budget_feasible", k=1,
+                                               reserve=0.0, budget=budget)  # fmt: skip
+    if np.isclose(new, critical[0]):
+        return  # a bid exactly at its threshold: a tie, won by clearing, lost by the estimate
+    predicted = bid_utilities(np.array([[new]]), cost[:1], critical[:1], reserve=reserve,
+                              rule=rule, unit=1.0)[0, 0]  # fmt: skip
+    again = cost.copy()
+    again[0] = new
+    won2, prices2 = clear_market(again, rule="budget_feasible", k=1, reserve=0.0, budget=budget)
+    assert predicted == pytest.approx(prices2[0] - cost[0] if won2[0] else 0.0)

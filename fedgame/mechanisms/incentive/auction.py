@@ -7,7 +7,9 @@ per-unit cost (``Response.bid``; policies ``truthful_bidder``, ``shading_bidder`
 the k lowest bids at or below r win and only they train, at ρ = the unit, which sets their
 noise (the one privacy path). Delivered winners are paid unit·price, the price being the
 critical value min(r, b_(k+1)) (``threshold_auction``, dominant-strategy truthful) or the bid
-(``first_price_auction``); :mod:`fedgame.game.auctions` has the rules and their sources.
+(``first_price_auction``); ``budget_feasible_auction`` (Singer 2010) buys instead as many
+units as a budget B a round allows, at thresholds that keep it truthful and within B
+(per-unit budget B/ρ); :mod:`fedgame.game.auctions` has the rules and their sources.
 
 Rounds table: ``bids`` (clients that bid), ``winners``, ``clearing_price`` (the threshold
 price; under first price the mean winning bid), ``shading`` (mean b_i/κ_i − 1 over the
@@ -19,17 +21,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import Field, PositiveFloat, PositiveInt
 
 from fedgame import reads
-from fedgame.game.auctions import (
-    deviation_gains,
-    true_unit_cost,
-    unit_prices,
-    winners,
-)
+from fedgame.game.auctions import BUDGET_FEASIBLE, clear_market, deviation_gains, true_unit_cost
 from fedgame.mechanisms.incentive.buyer import BUYER_COLUMNS, Buyer, BuyerConfig
 from fedgame.registry import Example, register
 from fedgame.views import (
@@ -46,7 +44,7 @@ from fedgame.views import (
 #: bid multipliers of the cost searched by the deviation search (with the others' bids)
 DEVIATION_GRID = np.geomspace(0.25, 4.0, 65)
 #: the rule's code in ``Offer.plan["rule"]``
-RULE_CODES = {"threshold": 0.0, "first_price": 1.0}
+RULE_CODES = {"threshold": 0.0, "first_price": 1.0, BUDGET_FEASIBLE: 2.0}
 
 
 class AuctionConfig(BuyerConfig):
@@ -58,14 +56,14 @@ class AuctionConfig(BuyerConfig):
 
 
 class _Auction(Buyer):
-    """A k-unit procurement auction; ``rule`` is the payment rule (module doc)."""
+    """A procurement auction for units of ρ; ``rule`` is the payment rule (module doc)."""
 
-    Config = AuctionConfig
+    Config: type[BuyerConfig] = AuctionConfig
     rule = "threshold"
     round_columns = ("bids", "winners", "clearing_price", "shading", *BUYER_COLUMNS)
     client_columns = ("bid", "unit_price")
 
-    config: AuctionConfig
+    config: Any
 
     def __init__(self, config: AuctionConfig) -> None:
         super().__init__(config)
@@ -82,13 +80,30 @@ class _Auction(Buyer):
         self._round, self._clients = {}, {}
         plan = {
             "unit": c.rho,
-            "winners": float(c.winners),
-            "reserve": c.reserve,
+            "winners": float(self.k),
+            "reserve": self.reserve,
+            "budget": self.budget,
             "rule": RULE_CODES[self.rule],
             "phi": c.phi,
             "quadratic": float(self.quadratic),
         }
-        return Offer(reward=c.reserve * c.rho * c.winners, plan=plan)
+        return Offer(reward=self.spend_at_most(), plan=plan)
+
+    @property
+    def k(self) -> int:
+        return int(getattr(self.config, "winners", 1))
+
+    @property
+    def reserve(self) -> float:
+        return float(getattr(self.config, "reserve", math.inf))
+
+    @property
+    def budget(self) -> float:
+        return float(getattr(self.config, "budget", math.inf))
+
+    def spend_at_most(self) -> float:
+        """The most the round can cost: reserve·unit·k, or the budget."""
+        return self.reserve * self.config.rho * self.k
 
     def unit_costs(self, ids: np.ndarray) -> np.ndarray:
         """κ_i, the true per-unit cost (for measurement only, never to allocate)."""
@@ -101,8 +116,9 @@ class _Auction(Buyer):
         ids = responses.ids
         bids = np.where(responses.participate, responses.bid, math.nan)
         bids = np.where(bids >= 0, bids, math.nan)  # a negative or NaN bid is no bid
-        won = winners(bids, k=c.winners, reserve=c.reserve)
-        prices = unit_prices(bids, won, k=c.winners, reserve=c.reserve, rule=self.rule)
+        won, prices = clear_market(
+            bids, rule=self.rule, k=self.k, reserve=self.reserve, budget=self.budget / c.rho
+        )
         self.bids[ids], self.prices[ids], self.won[ids] = bids, prices, won
         bidders = ids[np.isfinite(bids)]
         shading = math.nan
@@ -148,11 +164,12 @@ class _Auction(Buyer):
             self.bids,
             self.unit_costs(every),
             ids,
-            k=c.winners,
-            reserve=c.reserve,
+            k=self.k,
+            reserve=self.reserve,
             rule=self.rule,
             unit=c.rho,
             grid=DEVIATION_GRID,
+            budget=self.budget / c.rho,
         )
 
     def client_metrics(self) -> dict[str, ClientValues]:
@@ -176,3 +193,23 @@ class FirstPriceAuction(_Auction):
 
     rule = "first_price"
     example = Example({"winners": 3}, needs={"policy": {"kind": "shading_bidder"}})
+
+
+class BudgetAuctionConfig(BuyerConfig):
+    rho: PositiveFloat = Field(0.05, description="the unit: zCDP rho each winner sells (> 0)")
+    budget: PositiveFloat = Field(
+        0.5, description="B, the most the leader pays a round (reward units, > 0)"
+    )
+
+
+@register("incentive", "budget_feasible_auction", reads=_READS)
+class BudgetFeasibleAuction(_Auction):
+    """Singer's (2010) proportional share: the k* lowest bids with b_(k*) ≤ B/k* win, each
+    paid its threshold; total payments ≤ B (truthful, budget feasible)."""
+
+    Config = BudgetAuctionConfig
+    rule = BUDGET_FEASIBLE
+    example = Example({"budget": 0.2}, needs={"policy": {"kind": "truthful_bidder"}})
+
+    def spend_at_most(self) -> float:
+        return self.budget

@@ -32,8 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, m
 
 from fedgame import reads
 from fedgame.game.auctions import (
+    BUDGET_FEASIBLE,
     bid_utilities,
-    kth_lowest_of_others,
+    others_threshold,
     prior_weights,
     shading_prior,
     true_unit_cost,
@@ -57,7 +58,7 @@ REASONS = np.array(["", "no_auction", "budget"], dtype=object)
 #: relative slack when comparing the unit with what is left (floating-point inversions)
 _SLACK = 1e-9
 _NEEDS = {"incentive": {"kind": "threshold_auction", "winners": 3}}
-_RULES = {0.0: "threshold", 1.0: "first_price"}
+_RULES = {0.0: "threshold", 1.0: "first_price", 2.0: BUDGET_FEASIBLE}
 
 
 class _Bidder:
@@ -205,13 +206,17 @@ class HedgeBidder(_Bidder):
         if not took.any():
             return
         at, own = ids[took], cost[took]
-        k = int(plan.get("winners", 1))
-        critical = kth_lowest_of_others(bids, k=k)[at]
-        rule = _RULES.get(float(plan.get("rule", 0.0)), "threshold")
         unit = float(plan.get("unit", 1.0))
+        critical, rule, reserve = others_threshold(
+            bids,
+            rule=_RULES.get(float(plan.get("rule", 0.0)), "threshold"),
+            k=int(plan.get("winners", 1)),
+            reserve=float(plan.get("reserve", math.inf)),
+            budget=float(plan.get("budget", math.inf)) / unit,
+        )
         candidates = own[:, None] * self.grid[None, :]
         payoffs = bid_utilities(
-            candidates, own, critical, reserve=float(plan["reserve"]), rule=rule, unit=unit
+            candidates, own, critical[at], reserve=reserve, rule=rule, unit=unit
         ) / (unit * own[:, None])
         eta = adaptive_rate(self.gap[at], self.grid.size)
         played = prior_weights(self.cumulative[at], eta, self.log_prior)
