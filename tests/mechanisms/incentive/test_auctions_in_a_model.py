@@ -151,3 +151,24 @@ def test_a_posted_price_leader_learns_nu_from_the_supply(tiny):
     run(data, 4, lambda m: errors.append(m.extra["nu_error"]))
     assert errors[0] > 0.2  # the prior's median is twice the population's
     assert errors[-1] < 0.05  # interior quadratic sellers reveal ν exactly
+
+
+def test_a_budget_feasible_auction_never_spends_past_its_budget(tiny):
+    data = market(tiny, {"kind": "budget_feasible_auction", "budget": 0.1, "rho": 0.05},
+                  {"kind": "truthful_bidder"})  # fmt: skip
+
+    def check(model: FedGameModel) -> None:
+        t = model.table
+        bids = t.response_bid.copy()
+        won = t.selected
+        k = int(won.sum())
+        assert k >= 1
+        ordered = np.sort(bids[np.isfinite(bids)])
+        assert ordered[k - 1] <= 0.1 / 0.05 / k  # the k*-th bid fits its share of B/ρ
+        assert k == len(ordered) or ordered[k] > 0.1 / 0.05 / (k + 1)  # and k* is the largest
+        assert t.reward.sum() <= 0.1 * (1 + 1e-12)
+        assert np.all(t.reward[won] >= 0.05 * bids[won] - 1e-12)
+        gains = model.server.incentive.deviation_gains(np.arange(12), rng=np.random.default_rng(0))
+        assert np.all(gains <= 1e-12)
+
+    run(data, 3, check)
