@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedgame.game.stackelberg import follower_best_response
+
 
 @dataclass(frozen=True)
 class RoundOutcome:
@@ -172,46 +174,48 @@ def contest_deviation_gains(
 
     Player i was paid ρ_i/Σρ·R and bore φ·ν_i·c(ρ_i) (c(x) = x, or x² when ``quadratic``;
     QI-DPFL Eqs. 16-17). Its gain is max over ρ' in [0, cap_i] of U_i(ρ', ρ_−i) − U_i(ρ),
-    the others' played ρ held fixed: the closed-form (linear) or Brent (quadratic) best
-    response of :class:`fedgame.game.equilibrium.FollowerUtility`, and ρ' = 0. Where the
-    others played nothing no maximiser exists and the supremum R (ρ' → 0+) is used, as the
-    Nash gaps do (:mod:`fedgame.game.diagnostics`). With R ≤ 0 the best deviation is ρ' = 0,
-    a gain of the cost borne. Units: reward units, ≥ 0.
+    the others' played ρ held fixed. The best response is Eq. 21's closed form
+    max(0, sqrt(R·S_−i/(φν_i)) − S_−i) clipped to the cap (linear cost,
+    :func:`fedgame.game.stackelberg.follower_best_response`) or the root of the first-order
+    condition (quadratic, :meth:`fedgame.game.equilibrium.FollowerUtility.
+    analytic_best_response`); ρ' = 0 (worth 0) is the other candidate. Where the others
+    played nothing no maximiser exists and the supremum R (ρ' → 0+) is used, as the Nash
+    gaps do (:mod:`fedgame.game.diagnostics`); a player with no budget left (cap 0) has no
+    other move. With R ≤ 0 the best deviation is ρ' = 0, a gain of the cost borne. Units:
+    reward units, ≥ 0.
 
     >>> rho = np.array([0.25, 0.25]); nu = np.ones(2)
     >>> contest_deviation_gains(rho, nu, reward=1.0, phi=1.0, quadratic=False,
     ...                         caps=np.full(2, np.inf), which=np.array([0]))
     array([0.])
     """
-    from fedgame.game.equilibrium import FollowerUtility
-
     rho = np.asarray(rho, dtype=float)
     nu = np.asarray(nu, dtype=float)
     which = np.asarray(which, dtype=np.int64)
-    cost = phi * nu * (rho * rho if quadratic else rho)
+    mine, nu_w = rho[which], nu[which]
+    cost_now = phi * nu_w * (mine * mine if quadratic else mine)
     if not reward > 0:
-        return cost[which].copy()
-    caps = np.asarray(caps, dtype=float)
-    game = FollowerUtility(
-        nu,
-        reward,
-        phi,
-        cost="quadratic" if quadratic else "linear",
-        caps=np.where(caps > 0, caps, np.inf),
+        return cost_now
+    cap = np.asarray(caps, dtype=float)[which]
+    total = float(rho.sum())
+    others = total - mine
+    now = (reward * mine / total if total > 0 else np.zeros(which.size)) - cost_now
+    if quadratic:
+        from fedgame.game.equilibrium import FollowerUtility
+
+        all_caps = np.asarray(caps, dtype=float)
+        game = FollowerUtility(
+            nu, reward, phi, cost="quadratic", caps=np.where(all_caps > 0, all_caps, np.inf)
+        )
+        br = np.array([game.analytic_best_response(i, rho) or 0.0 for i in which.tolist()])
+    else:
+        br = follower_best_response(others, reward=reward, nu=nu_w, phi=phi)
+    br = np.minimum(br, cap)
+    rivals = others > 0
+    total_br = np.where(rivals, br + others, 1.0)
+    paid = reward * br / total_br
+    best = np.where(
+        rivals, np.maximum(0.0, paid - phi * nu_w * (br * br if quadratic else br)), reward
     )
-    now = game(rho)
-    gains = np.zeros(which.size)
-    for k, i in enumerate(which.tolist()):
-        if not caps[i] > 0:
-            continue  # no budget left: ρ' = 0 is its only other move, and it played ρ ≤ cap
-        trial = rho.copy()
-        trial[i] = 0.0
-        best = float(game(trial)[i])
-        br = game.analytic_best_response(i, rho)
-        if br is None:
-            best = reward
-        else:
-            trial[i] = br
-            best = max(best, float(game(trial)[i]))
-        gains[k] = max(0.0, best - float(now[i]))
-    return gains
+    best = np.where(cap > 0, best, now)  # no budget left: no other move
+    return np.maximum(0.0, best - now)
