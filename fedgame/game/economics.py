@@ -6,8 +6,8 @@ it bought (``units``, in the family's unit: ρ for zCDP, ε otherwise), the paym
 client's true privacy cost of delivering those units (its private valuation, which the
 leader may not know) and, where the family asks for one, the cost it reported (a bid).
 
-From these the round's economics follow without knowing the family (docs/mechanisms.md,
-"Economics"): server cost = Σ payments; client surplus_i = payment_i − true_cost_i;
+From these the round's economics follow without knowing the family (docs/economics.md,
+"The columns"): server cost = Σ payments; client surplus_i = payment_i − true_cost_i;
 social welfare = (value of the round's accuracy gain to the server) − Σ true_cost_i;
 an individual-rationality violation is a client with surplus_i < 0.
 """

@@ -58,7 +58,7 @@ class EconomicsMonitor:
     as built).
     """
 
-    round_columns = ECONOMICS_COLUMNS
+    round_columns: tuple[str, ...] = ECONOMICS_COLUMNS
 
     def __init__(self, rules: EconomicsRules, *, incentive: ReportsOutcome) -> None:
         self.rules = rules
