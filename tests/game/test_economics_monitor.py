@@ -168,3 +168,17 @@ def test_the_numeric_leader_reports_quadratic_costs(tiny, cost):
     )
     np.testing.assert_allclose(rounds["econ_regret_max"], rounds["nash_gap_max"], atol=1e-9)
     assert not math.isnan(float(rounds["econ_welfare"].sum()))
+
+
+def test_a_leader_with_a_belief_is_accounted_at_the_true_values(tiny):
+    """The leader prices on ν̂; the true costs in the outcome use the clients' true ν."""
+    data = contest(tiny)
+    data["population"]["privacy_value"] = {"dist": "uniform", "low": 0.5, "high": 2.0}
+    data["incentive"]["belief"] = {"prior": {"median": 3.0, "sd": 0.5}}
+    rounds, clients = frames(run(data))
+    sold = clients[clients["rho"] > 0]
+    true_cost = (sold["privacy_value"] * sold["rho"]).groupby(sold["round"]).sum()
+    assert len(true_cost) == len(rounds)
+    np.testing.assert_allclose(rounds["econ_true_cost"], true_cost.to_numpy(), rtol=1e-12)
+    believed = (sold["nu_believed"] * sold["rho"]).groupby(sold["round"]).sum()
+    assert not np.allclose(believed.to_numpy(), true_cost.to_numpy())  # ν̂ is not ν
