@@ -4,6 +4,8 @@ The leader announces R_t; followers pick zCDP budgets ρ_i; each delivered clien
 share (ρ_i / Σ_j ρ_j)·R_t, the sum running over the clients whose updates were delivered this
 round (so payments add up to R_t whenever anyone delivered). Subclasses choose R_t. The
 round's ``welfare`` is the clients' game utilities Σ(r_i − φν_iρ_i) minus the server cost.
+Every game incentive reports its outcome and measures deviations (the ``econ_*`` columns,
+docs/economics.md).
 
 Who plays: the reachable clients the selection rule deems eligible (a selection that declares
 :class:`EligibleSet`, e.g. ``emd_threshold``; everyone otherwise). By default (the paper) the
@@ -461,7 +463,8 @@ class GameIncentive:
         """Ex-post regret of each of ``ids`` (``MeasuresDeviation``): its best-response utility
         against the other delivered clients' played ρ, within min(cap, its budget left at the
         offer), minus its realised utility (:func:`fedgame.game.economics.
-        contest_deviation_gains`); 0 for a client that delivered nothing. No draw from ``rng``.
+        contest_deviation_gains`); 0 for a client whose update was not delivered. No draw from
+        ``rng``.
         """
         del rng
         ids = np.asarray(ids, dtype=np.int64)
