@@ -227,6 +227,47 @@ PLUGIN_COLUMNS: dict[str, Spec] = {
     "belief_error_active": Spec(
         "mean |log ν̂_i − log ν_i| over the players that contributed (ρ_i > 0)"
     ),
+    # the economics monitor (fedgame.game.economics_monitor; docs/economics.md), rounds
+    "econ_units": Spec("privacy bought this round, Σ units_i (ρ for zCDP, ε otherwise)", "ρ or ε"),
+    "econ_sellers": Spec("clients the incentive bought a positive amount from", "clients", "int64"),
+    "econ_server_cost": Spec("the server's money cost of the round, Σ payments", _R),
+    "econ_true_cost": Spec(
+        "Σ of the sellers' true privacy costs of what they sold (at their true types)", _R
+    ),
+    "econ_client_surplus": Spec("Σ (payment_i − true_cost_i) over the clients dealt with", _R),
+    "econ_value": Spec(
+        "the server's value of the round's accuracy gain: game.economics.value_per_point × "
+        "accuracy points gained",
+        _R,
+    ),
+    "econ_welfare": Spec("econ_value − econ_true_cost (payments are transfers)", _R),
+    "econ_ir_violations": Spec(
+        "clients dealt with whose surplus is negative (ex-post IR violated)", "clients", "int64"
+    ),
+    "econ_regret_max": Spec(
+        "largest ex-post deviation gain over the sampled clients (NaN: not measured)", _R
+    ),
+    "econ_regret_mean": Spec(
+        "mean ex-post deviation gain over the sampled clients (NaN: not measured)", _R
+    ),
+    "econ_regret_sampled": Spec(
+        "clients whose deviation gains were searched (game.economics.regret_sample)",
+        "clients",
+        "int64",
+    ),
+    "econ_fairness": Spec(
+        "1 − ½·L1 distance of payment shares and clipped contribution shares, in [0, 1] "
+        "(NaN: no contribution estimate, nobody paid or valued)"
+    ),
+    "econ_accuracy_per_cost": Spec(
+        "accuracy points gained this round per reward unit paid (0 when nothing was paid)",
+        "points per reward unit",
+    ),
+    "econ_cost_to_date": Spec("econ_server_cost summed over the rounds so far", _R),
+    "econ_accuracy_per_cost_to_date": Spec(
+        "accuracy points gained since round 1 per reward unit paid so far (0 before any payment)",
+        "points per reward unit",
+    ),
     # the game monitor, clients
     "rho_equilibrium": Spec("ρ_i*, its complete-information equilibrium budget", "ρ (zCDP)"),
     "nash_gap": Spec("its ex-post Nash gap (best-response utility − its utility)", _R),
@@ -325,10 +366,15 @@ PLUGIN_COLUMNS: dict[str, Spec] = {
 
 def _monitor_declarations() -> list[tuple[str, str, tuple[str, ...]]]:
     """(writer, table, names) of the columns the game monitor and a believing leader add."""
-    from fedgame.game import monitor
+    from fedgame.game import economics_monitor, monitor
 
     contest = "game monitor (incentives that offer a contest)"
     return [
+        (
+            "economics monitor (incentives that report outcomes)",
+            "rounds",
+            economics_monitor.ECONOMICS_COLUMNS,
+        ),
         ("game monitor (every run)", "rounds", monitor.NOISE_COLUMNS),
         (contest, "rounds", monitor.ROUND_COLUMNS),
         (contest, "clients", monitor.CLIENT_COLUMNS),

@@ -31,6 +31,7 @@ from fedgame.collect import (
     round_summary,
 )
 from fedgame.errors import DivergenceError
+from fedgame.game.economics_monitor import EconomicsMonitor
 from fedgame.game.monitor import OffersContest, RoundMonitor
 from fedgame.mechanisms.base import (
     ClearsMarket,
@@ -113,6 +114,10 @@ class FedGameModel(RosterModel):
         plugins = [c for _, c in comps.by_path()]
         reporting = [c for c in plugins if isinstance(c, ReportsRounds | ReportsClients)]
         reporting.append(self.monitor)
+        #: the economics columns, for an incentive that reports its outcome (docs/economics.md)
+        self.economics = EconomicsMonitor.of(resolved.game.economics, incentive=comps.incentive)
+        if self.economics is not None:
+            reporting.append(self.economics)
         self.previous: RoundRecord | None = None  # what everyone saw of the last round
         round_extra, client_extra = declared_columns(reporting)
         self.table = ClientTable(self.world.population, extra_columns=client_extra)
@@ -327,6 +332,8 @@ class FedGameModel(RosterModel):
         round ends the run when the scenario says ``game.stop_on_degenerate``.
         """
         self.monitor.check(self)
+        if self.economics is not None:
+            self.economics.measure(self)
         gather_metrics(self._reporters, self.table, self.extra)
         self.round_wall_time = time.perf_counter() - self.state.started
         self.summary = round_summary(self)

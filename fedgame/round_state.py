@@ -34,6 +34,7 @@ class RoundState:
     faults: FaultDraw | None = None
     aggregation_failed: bool = False
     extra: dict[str, float] = field(default_factory=dict)
+    contributions: dict[int, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ activation order or worker count, and two mechanisms compared in a sweep see the
 partition, faults and noise draws (common random numbers).
 
 Stream names in use: ``population``, ``data``, ``partition``, ``topology``, ``selection``,
-``faults``, ``training``, ``noise``, ``policy``, ``incentive``, ``masks``, ``mesa``, ``init``.
+``faults``, ``training``, ``noise``, ``policy``, ``incentive``, ``masks``, ``mesa``, ``init``,
+``economics`` (the deviation search's sample).
 """
 
 from __future__ import annotations

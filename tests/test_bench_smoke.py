@@ -30,3 +30,19 @@ def test_calibration_bench_prints_the_pld_setup_line():
     total, _, calibrating, solved = line.split()[-4:]
     assert float(calibrating[:-1]) <= float(total[:-1])
     assert int(solved) == 3  # the validation's strictest target and the two budgets
+
+
+def test_economics_bench_prints_a_line_per_scenario_and_sample():
+    cmd = [sys.executable, "bench/economics.py", "--rounds", "2", "--sample", "2", "50"]
+    cmd += ["--scenario", "scenarios/qi_dpfl_digits.yaml"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    header, *lines = proc.stdout.splitlines()
+    assert header.split()[:3] == ["scenario", "sample", "rounds"]
+    assert [line.split()[:3] for line in lines] == [
+        ["qi_dpfl_digits", "2", "2"],
+        ["qi_dpfl_digits", "50", "2"],
+    ]
+    for line in lines:
+        wall, measure, search = (float(x) for x in line.split()[3:6])
+        assert 0 <= search <= measure <= wall

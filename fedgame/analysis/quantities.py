@@ -90,6 +90,19 @@ QUANTITIES: dict[str, Quantity] = {
     "welfare": Quantity("Welfare", "utility units"),
     "nash_gap_max": Quantity("Largest Nash gap", "utility units", 0.0),
     "nash_gap_mean": Quantity("Mean Nash gap", "utility units", 0.0),
+    # the economics columns and the report's per-run economics (fedgame.analysis.economics)
+    "econ_cost_to_date": Quantity("Server cost to date", "reward units", 0.0),
+    "econ_welfare": Quantity("Welfare of the round", "reward units"),
+    "econ_regret_max": Quantity("Largest sampled regret", "reward units", 0.0),
+    "econ_fairness": Quantity("Payment fairness", "1 − ½·L1", 0.0, 1.0),
+    "econ_total_cost": Quantity("Server cost, Σ payments over the run", "reward units", 0.0),
+    "econ_total_surplus": Quantity("Clients' surplus over the run", "reward units"),
+    "econ_total_welfare": Quantity("Welfare over the run", "reward units"),
+    "econ_ir_total": Quantity("IR violations over the run", "client-rounds", 0.0),
+    "econ_regret_worst": Quantity("Largest per-round regret", "reward units", 0.0),
+    "econ_regret_typical": Quantity("Mean of the rounds' largest regret", "reward units", 0.0),
+    "econ_fairness_mean": Quantity("Mean payment fairness", "", 0.0, 1.0),
+    "econ_points_per_cost": Quantity("Accuracy gained per unit cost", "points per reward unit"),
 }
 
 

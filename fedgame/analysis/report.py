@@ -4,7 +4,8 @@ The report folder (default ``RESULT_DIR/report``) holds ``report.md`` and the fi
 by relative path, so the folder can be moved or attached as it is. It names the mechanisms
 (from the runs' resolved scenarios) and writes only the sections that apply: the reward,
 cost and Σρ columns, the equilibrium section, its elasticities and the market figures need
-an incentive other than ``none``.
+an incentive other than ``none``; the economics section (:mod:`fedgame.analysis.economics`)
+needs the ``econ_*`` columns, which every incentive that reports its outcome writes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from fedgame.analysis import figures
+from fedgame.analysis.economics import economics_section
 from fedgame.analysis.equilibrium import equilibrium_table, response
 from fedgame.analysis.load import find_runs, load_run
 from fedgame.analysis.markdown import (
@@ -214,6 +216,7 @@ def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
         ]
         made |= _heatmaps(summary, keys, [m for m in maps if m in summary], out)
     lines += ["## Figures", "", BAND_NOTE, "", *_figure_lines(made, out)]
+    lines += economics_section(rounds, out, by=keys)
     failed = runs[runs["status"] == "failed"]
     if len(failed):
         failed = readable_keys(failed[["run_id", *keys, "message"]], keys)
@@ -263,6 +266,7 @@ def run_report(run_dir: Path, out: Path, *, target: float) -> Path:
     if incentive:
         made["Reward and Σρ"] = figures.trajectories(rounds, path=out / "trajectories.png")
     lines += ["## Figures", "", *_figure_lines(made, out)]
+    lines += economics_section(rounds, out)
     atomic_write_text(out / "report.md", "\n".join(lines))
     return out / "report.md"
 

@@ -7,6 +7,7 @@
       cartel: true                 # the colluders (population.colluders) form a cartel
       stop_on_degenerate: true     # stop the run at the first degenerate round
       degeneracy: {noise_norm_over_clip: 1.0, reward_jump: 10}
+      economics: {value_per_point: 1.0, regret_sample: 8}   # docs/economics.md
 
 Every plug-in sees them as ``MarketView.game``.
 """
@@ -83,6 +84,32 @@ class DegeneracyThresholds(BaseModel):
     )
 
 
+class EconomicsRules(BaseModel):
+    """How the economics columns of the rounds table are measured (docs/economics.md).
+
+    Attributes:
+        value_per_point: the server's value of one percentage point of test accuracy gained
+            in a round, in reward units per accuracy point: the round's value is
+            ``value_per_point`` · 100 · (accuracy after − accuracy before).
+        regret_sample: clients whose ex-post regret the deviation search measures each round
+            (drawn without replacement from the clients the incentive dealt with; all of them
+            when fewer).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    value_per_point: float = Field(
+        default=1.0,
+        ge=0.0,
+        allow_inf_nan=False,
+        description="server's value of one accuracy point gained in a round, reward units",
+    )
+    regret_sample: int = Field(
+        default=8,
+        ge=0,
+        description="clients a round whose deviation gains are searched (0: none)",
+    )
+
+
 class GameRules(BaseModel):
     """Switches of the game (module doc).
 
@@ -95,6 +122,7 @@ class GameRules(BaseModel):
         stop_on_degenerate: stop the run after the first degenerate round (manifest status
             ``degenerate``, ``fedgame run`` exit code 4).
         degeneracy: the thresholds of the per-round check.
+        economics: how the economics columns are measured (:class:`EconomicsRules`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -102,6 +130,7 @@ class GameRules(BaseModel):
     cartel: bool = False
     stop_on_degenerate: bool = False
     degeneracy: DegeneracyThresholds = Field(default_factory=DegeneracyThresholds)
+    economics: EconomicsRules = Field(default_factory=EconomicsRules)
 
 
 def check_rules(scenario: Any) -> None:

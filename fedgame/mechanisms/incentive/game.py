@@ -4,6 +4,8 @@ The leader announces R_t; followers pick zCDP budgets ρ_i; each delivered clien
 share (ρ_i / Σ_j ρ_j)·R_t, the sum running over the clients whose updates were delivered this
 round (so payments add up to R_t whenever anyone delivered). Subclasses choose R_t. The
 round's ``welfare`` is the clients' game utilities Σ(r_i − φν_iρ_i) minus the server cost.
+Every game incentive reports its outcome and measures deviations (the ``econ_*`` columns,
+docs/economics.md).
 
 Who plays: the reachable clients the selection rule deems eligible (a selection that declares
 :class:`EligibleSet`, e.g. ``emd_threshold``; everyone otherwise). By default (the paper) the
@@ -40,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, m
 
 from fedgame.game.belief import ContestObservation
 from fedgame.game.contest import contest_equilibrium
+from fedgame.game.economics import RoundOutcome, contest_deviation_gains
 from fedgame.game.leader import (
     capped_reward,
     expected_server_cost,
@@ -193,6 +196,9 @@ class GameIncentive:
         self.players = np.zeros(0, dtype=np.int64)
         self.solver = (1.0, 0.0)  # (converged, residual) of the round's numeric solve
         self.last_sum_rho = math.nan
+        self.left = np.zeros(0)  # by client id, the zCDP budget left when the offer was made
+        self._outcome: RoundOutcome | None = None
+        self._played: tuple[np.ndarray, np.ndarray, float] | None = None  # (ids, ρ, R) delivered
         self._active_cache: tuple[bytes, np.ndarray] | None = None
         self._params: tuple[GameConfig, int, int, ServerCostParams] | None = None
         self.beliefs = None if config.belief is None else BeliefLeader(config.belief)
@@ -291,6 +297,7 @@ class GameIncentive:
         chosen = self._admit(admit_by, sizes, players)
         self.removed, self.players = ids[players & ~chosen], ids[chosen]
         self.nu, self.sizes = _by_id(ids, nu), _by_id(ids, sizes)
+        self.left = _by_id(ids, left)
         self.solver = (1.0, 0.0)
         reward = 0.0
         if chosen.sum() >= 2:
@@ -441,7 +448,49 @@ class GameIncentive:
         }
         if self.beliefs is not None:
             self._clients["nu_believed"] = self.believed_privacy_values()
+        self._outcome = RoundOutcome(ids, rho, pay, cost) if ids.size else None
+        self._played = (ids, rho, float(offer.reward))
         return dict(zip(ids.tolist(), pay.tolist()))
+
+    # ------------------------------------------------------------------ economics
+    def outcome(self) -> RoundOutcome | None:
+        """The round's purchase (``ReportsOutcome``): the delivered clients, units = their ρ,
+        payments = their reward shares, true cost φ·ν_i·c(ρ_i) at the true ν (a leader with a
+        belief is accounted at the true values too); None when nobody delivered."""
+        return self._outcome
+
+    def deviation_gains(self, ids: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+        """Ex-post regret of each of ``ids`` (``MeasuresDeviation``): its best-response utility
+        against the other delivered clients' played ρ, within min(cap, its budget left at the
+        offer), minus its realised utility (:func:`fedgame.game.economics.
+        contest_deviation_gains`); 0 for a client whose update was not delivered. No draw from
+        ``rng``.
+        """
+        del rng
+        ids = np.asarray(ids, dtype=np.int64)
+        gains = np.zeros(ids.size)
+        if self._played is None or not ids.size:
+            return gains
+        played, rho, reward = self._played
+        if not played.size:
+            return gains
+        order = np.argsort(played, kind="stable")
+        at = np.searchsorted(played, ids, sorter=order)
+        at = np.minimum(at, played.size - 1)
+        found = played[order[at]] == ids
+        if not found.any():
+            return gains
+        caps = np.minimum(self.left[played], self.cap)
+        gains[found] = contest_deviation_gains(
+            rho,
+            self.nu[played],
+            reward=reward,
+            phi=self.config.phi,
+            quadratic=self.quadratic,
+            caps=caps,
+            which=order[at[found]],
+        )
+        return gains
 
     def round_metrics(self) -> dict[str, float]:
         return dict(self._round)
