@@ -10,6 +10,7 @@ for it on its first render.
 
 from __future__ import annotations
 
+import gc
 import threading
 from concurrent.futures import Future
 from types import ModuleType
@@ -23,21 +24,28 @@ _STARTED = threading.Event()
 
 
 def prepare(config: dict[str, Any]) -> None:
-    """In a thread: the process's thread pools (``config["threads"]``, before torch loads),
-    then :mod:`fedgame.viz.app`, whose :func:`~fedgame.viz.app.prebuild` starts the first
-    tab's model."""
+    """In a thread: :mod:`fedgame.viz.app` (SolaraViz), the process's thread pools
+    (``config["threads"]``, before torch loads), then the first tab's model
+    (:func:`fedgame.viz.app.prebuild`)."""
 
     def work() -> None:
         try:
+            # first, while few modules are loaded: Mesa's loggers scan every loaded module
+            # for each frame of the import stack (inspect.stack), about 1 s more CPU when
+            # torch's modules are already there
+            import fedgame.viz.app as app
+
+            # as Solara does after loading an app: what is loaded now stays for the process,
+            # so the collector need not scan it again (Solara's own start-up came earlier)
+            gc.collect()
+            gc.freeze()
             threads = config.get("threads")
             if threads:
                 from fedgame.run.threads import set_process_threads
 
-                # every thread the server starts later (Solara steps the model in its own)
-                # begins with these
+                # before torch loads; every thread the server starts later (Solara steps
+                # the model in its own) begins with these
                 set_process_threads(int(threads))
-            import fedgame.viz.app as app
-
             app.prebuild(config)
             _LOADED.set_result(app)
         except BaseException as exc:  # handed to the page, which raises it

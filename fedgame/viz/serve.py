@@ -117,9 +117,13 @@ def serve(config: dict[str, Any], *, host: str = "127.0.0.1", port: int = 8765) 
     try:
         if missing:
             raise ImportError(f"no module {missing[0]!r}")
-        import uvicorn
-
+        # Solara's renders look pandas up in sys.modules (reacton.utils.import_item): it must
+        # never be seen half-imported by the loading thread
+        import pandas  # noqa: F401
         import solara.server.starlette  # noqa: F401  (Solara's server, before serving)
+        import uvicorn
+        from solara.server.app import ensure_apps_initialized
+
         from fedgame.viz.page import prepare
     except ImportError as exc:
         sock.close()
@@ -127,6 +131,10 @@ def serve(config: dict[str, Any], *, host: str = "127.0.0.1", port: int = 8765) 
             "dashboard", ..., f"needs the viz extra: pip install 'fedgame[viz]' ({exc})"
         ) from None
 
+    # Solara's start-up (run once; its server's start then skips it) before the loading thread:
+    # it imports the light page and patches matplotlib if it finds it in sys.modules, which
+    # must not happen while the thread imports it
+    ensure_apps_initialized()
     prepare(config)  # SolaraViz, torch and the first tab's model, while the server starts
     server = uvicorn.Server(
         uvicorn.Config("solara.server.starlette:app", log_level="warning", access_log=False)

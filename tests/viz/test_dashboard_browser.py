@@ -137,6 +137,23 @@ def _slider_value(page, label: str) -> str:
     return shown.inner_text().strip()
 
 
+def _choose(page, label: str, option: str) -> None:
+    """Pick ``option`` in the sidebar's select ``label``."""
+    page.get_by_role("button", name=label).click()
+    page.get_by_role("option", name=option).click()
+
+
+def _wait_for_slider(page, label: str, value: str) -> None:
+    """Until the sidebar slider ``label`` is there and shows ``value``."""
+    page.wait_for_function(
+        "([label, value]) => [...document.querySelectorAll('[role=slider]')].some(e =>"
+        " e.getAttribute('aria-label') === label"
+        " && e.querySelector('.v-slider__thumb-label').innerText.trim() === value)",
+        arg=[label, value],
+        timeout=30_000,
+    )
+
+
 def _wait_for_round(page, n: int) -> None:
     page.locator(f"text=/^round {n} of /").first.wait_for(timeout=120_000)
 
@@ -194,6 +211,30 @@ def test_stepping_a_live_scenario_updates_the_views_and_a_client_answers_hover_a
     page.screenshot(path=str(tmp_path / "dashboard-live.png"), full_page=True)
     page.get_by_role("button", name="Reset").click()
     page.locator("text=/^round 0 of 30 · 21 clients/").first.wait_for(timeout=120_000)
+
+
+def test_the_knobs_follow_the_reward_kind_chosen_on_the_page(dashboard, browser):
+    url = dashboard(str(QUICKSTART), "--set", "population.clients=12")
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.goto(url)
+    _wait_for_round(page, 0)
+    gamma = page.get_by_role("slider", name="γ (incentive)")
+    assert gamma.count() == 0  # incentive: none has no γ
+    _choose(page, "reward (incentive)", "qi_dpfl")
+    gamma.wait_for(state="attached", timeout=30_000)
+    assert _slider_value(page, "γ (incentive)") == "0.5"  # every shipped kind's default
+    assert _slider_value(page, "clients N") == "12"  # the others stay as they were
+    gamma.focus()
+    page.keyboard.press("ArrowRight")
+    _wait_for_slider(page, "γ (incentive)", "0.55")
+    _choose(page, "reward (incentive)", "none")
+    gamma.wait_for(state="detached", timeout=30_000)  # gone again
+    _choose(page, "reward (incentive)", "stackelberg")
+    gamma.wait_for(state="attached", timeout=30_000)
+    assert _slider_value(page, "γ (incentive)") == "0.55"  # kept while hidden
+    page.get_by_role("button", name="Reset").click()  # the chosen kind and γ are applied
+    page.get_by_text(re.compile(r"incentive stackelberg \(γ = 0\.55\)")).wait_for(timeout=120_000)
+    _wait_for_round(page, 0)
 
 
 def test_a_finished_run_replays_read_only(dashboard, browser, tmp_path):
