@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+#: seconds to wait for the page or a step (generous: the machine may be loaded)
+LIMIT = 300
 #: the page's network has been drawn: the ECharts instance holds a graph series with nodes
 DRAWN = """() => {
     if (document.querySelector('img.fedgame-network')) return true;  // the older PNG page
@@ -88,11 +90,11 @@ def measure(browser, scenario: str, sets: list[str], steps: int, folder: Path) -
                 page.goto(url, timeout=2000)
                 break
             except Exception:  # the server is not answering yet
-                if proc.poll() is not None or time.perf_counter() - t0 > 120:
+                if proc.poll() is not None or time.perf_counter() - t0 > LIMIT:
                     raise RuntimeError((folder / f"dashboard-{port}.log").read_text()) from None
                 time.sleep(0.1)
-        page.locator("text=/^round 0 of /").first.wait_for(timeout=120_000)
-        page.wait_for_function(DRAWN, timeout=120_000)
+        page.locator("text=/^round 0 of /").first.wait_for(timeout=LIMIT * 1000)
+        page.wait_for_function(DRAWN, timeout=LIMIT * 1000)
         first = time.perf_counter() - t0
         cpu = cpu_seconds(proc.pid)
         over: list[float] = []
@@ -101,8 +103,8 @@ def measure(browser, scenario: str, sets: list[str], steps: int, folder: Path) -
             start_click = time.perf_counter()
             page.get_by_role("button", name="Step").click()
             status = page.locator(f"text=/^round {n} of /").first
-            status.wait_for(timeout=120_000)
-            page.wait_for_function(DRAWN, timeout=120_000)
+            status.wait_for(timeout=LIMIT * 1000)
+            page.wait_for_function(DRAWN, timeout=LIMIT * 1000)
             page.evaluate("() => new Promise(r => requestAnimationFrame(() => r(null)))")
             took = time.perf_counter() - start_click
             found = re.search(r"simulated in ([\d.]+) s", status.inner_text())

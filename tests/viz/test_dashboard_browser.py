@@ -154,8 +154,12 @@ def _wait_for_slider(page, label: str, value: str) -> None:
     )
 
 
-def _wait_for_round(page, n: int) -> None:
-    page.locator(f"text=/^round {n} of /").first.wait_for(timeout=120_000)
+#: the first page's wait: the server answers before SolaraViz, torch and the model are loaded
+FIRST_PAGE_MS = 240_000
+
+
+def _wait_for_round(page, n: int, timeout: int = 120_000) -> None:
+    page.locator(f"text=/^round {n} of /").first.wait_for(timeout=timeout)
 
 
 @pytest.fixture
@@ -172,7 +176,7 @@ def test_stepping_a_live_scenario_updates_the_views_and_a_client_answers_hover_a
     url = dashboard(str(QUICKSTART), "--set", "population.clients=20")
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(url)
-    _wait_for_round(page, 0)
+    _wait_for_round(page, 0, FIRST_PAGE_MS)
     before = _views(page)
     assert before["counter"].startswith("round 0 of 30 · 20 clients")
     assert page.title() == "fedgame · quickstart"
@@ -217,7 +221,7 @@ def test_the_knobs_follow_the_reward_kind_chosen_on_the_page(dashboard, browser)
     url = dashboard(str(QUICKSTART), "--set", "population.clients=12")
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(url)
-    _wait_for_round(page, 0)
+    _wait_for_round(page, 0, FIRST_PAGE_MS)
     gamma = page.get_by_role("slider", name="γ (incentive)")
     assert gamma.count() == 0  # incentive: none has no γ
     _choose(page, "reward (incentive)", "qi_dpfl")
@@ -249,7 +253,7 @@ def test_a_finished_run_replays_read_only(dashboard, browser, tmp_path):
     url = dashboard(str(out / "quickstart"))
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(url)
-    _wait_for_round(page, 1)  # a replay opens at the first recorded round
+    _wait_for_round(page, 1, FIRST_PAGE_MS)  # a replay opens at the first recorded round
     assert page.get_by_text("replay of").count() >= 1
     before = _views(page)
     for n in (2, 3):
