@@ -401,11 +401,15 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         scenario = load_scenario(target, args.overrides)
         checked = preflight(scenario, file=args.target)
         _print_warnings(checked.warnings(args.target))
-        config = {"scenario": str(target.resolve()), "overrides": list(args.overrides)}
-        from fedgame.run.threads import choose_threads, set_process_threads
+        from fedgame.run.threads import choose_threads
 
-        # every thread of the server (Solara steps the model in its own) starts with these
-        set_process_threads(choose_threads(scenario, device=checked.device).threads)
+        # the server sets its thread pools to these before torch loads (fedgame.viz.page)
+        threads = choose_threads(scenario, device=checked.device).threads
+        config = {
+            "scenario": str(target.resolve()),
+            "overrides": list(args.overrides),
+            "threads": threads,
+        }
     from fedgame.viz.serve import serve
 
     serve(config, host=args.host, port=args.port)

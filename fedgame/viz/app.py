@@ -28,8 +28,10 @@ import solara
 from mesa.visualization import SolaraViz
 from mesa.visualization.utils import force_update, update_counter
 
+from fedgame.scenario.schema import Scenario
 from fedgame.viz.curves import curve_options
 from fedgame.viz.data import DashboardData, settings_line
+from fedgame.viz.knobs import GAMMA, INCENTIVE_KIND, gamma_start_hidden, model_params
 from fedgame.viz.network import network_option, sketch
 from fedgame.viz.serve import CONFIG_ENV
 from fedgame.viz.table import client_rows, round_table
@@ -99,7 +101,6 @@ def build(config: dict[str, Any]) -> tuple[DashboardData, dict[str, Any]]:
         choice = RunChoice(config["replay"])
         return ReplayModel(choice), {"run_dir": choice}
     from fedgame.scenario.load import load_scenario
-    from fedgame.viz.knobs import model_params
     from fedgame.viz.live import DashboardModel
 
     scenario = load_scenario(config["scenario"], config.get("overrides", []))
@@ -215,6 +216,11 @@ def Page() -> None:
     model = solara.use_reactive(first)  # shared with SolaraViz, whose Reset replaces it
     selected: solara.Reactive[int | None] = solara.use_reactive(None)
     runs = solara.use_memo(lambda: _sweep_runs(config), [])
+    base = params.get("scenario")
+    kind = solara.use_reactive(base.incentive.kind if base is not None else "")
+    gamma = solara.use_reactive(gamma_start_hidden(base) if base is not None else 0.0)
+    if base is not None:  # a live model: the knobs follow the reward kind chosen
+        params = following_kind(base, kind, gamma)
     solara.Style(CSS)
     solara.Title(f"fedgame · {model.value.title}")
     SolaraViz(model, components=[], model_params=params, name=f"fedgame · {model.value.title}")
@@ -232,6 +238,26 @@ def Page() -> None:
         if "replay" in config:
             ReplayControls(model.value, runs, open_run)
         Views(model.value, selected)
+
+
+def following_kind(
+    scenario: Scenario, kind: solara.Reactive[str], gamma: solara.Reactive[float]
+) -> dict[str, Any]:
+    """SolaraViz ``model_params`` for the reward kind chosen on the page (``kind``).
+
+    The kind's choice and γ are inputs the page keeps (``kind``, ``gamma``), so that the page
+    re-renders its knobs when the kind changes (γ shows only under a kind with γ) and a γ
+    hidden and shown again keeps its value; Reset reads their current values
+    (:func:`fedgame.viz.live.current`). While hidden, γ is passed as a fixed parameter.
+    """
+    params = model_params(scenario, kind.value)
+    params[INCENTIVE_KIND.replace(".", "__")]["value"] = kind
+    key = GAMMA.replace(".", "__")
+    if key in params:
+        params[key]["value"] = gamma
+    else:
+        params[key] = gamma
+    return params
 
 
 def _sweep_runs(config: dict[str, Any]) -> dict[str, Any]:

@@ -25,14 +25,25 @@ from fedgame.scenario.schema import Scenario
 from fedgame.viz.knobs import overrides
 
 
+def current(value: Any) -> Any:
+    """What a knob holds now: the value of an input the page keeps itself (a Solara reactive,
+    for the knobs that follow the reward kind), else ``value`` as given."""
+    try:
+        from solara.toestand import ValueBase
+    except ImportError:  # without the viz extra no page passes one
+        return value
+    return value.value if isinstance(value, ValueBase) else value
+
+
 class DashboardModel(FedGameModel):
     """A ``FedGameModel`` whose keyword parameters are the dashboard's knob values.
 
     Args:
         scenario: the validated scenario the dashboard was started with.
         seed, replicate: as for ``FedGameModel``.
-        **kwargs: knob values by keyword (``population__clients=20``); values equal to the
-            scenario's change nothing.
+        **kwargs: knob values by keyword (``population__clients=20``), or the page's
+            reactive holding one (:func:`current`); values equal to the scenario's change
+            nothing.
     """
 
     def __init__(
@@ -44,6 +55,7 @@ class DashboardModel(FedGameModel):
         **kwargs: Any,
     ) -> None:
         base = scenario if scenario is not None else scenario_from(None)
+        kwargs = {name: current(value) for name, value in kwargs.items()}
         if seed is not None:
             kwargs["seed"] = seed
         keys, notes = overrides(base, kwargs)

@@ -4,11 +4,19 @@ The port is bound here first, so a port in use is one ``ScenarioError`` (exit co
 CLI) before anything starts, and port 0 picks a free one. Solara's usage reporting is off and
 its assets come from the ``solara-assets`` package (no CDN), so the page works offline, also
 from a virtual environment that uses the system's packages (:func:`base_prefix_env`).
+
+Start-up order: the server answers as soon as Solara is imported (its app is the light
+:mod:`fedgame.viz.page`); Mesa's SolaraViz, torch and the first model load in a thread
+meanwhile (:func:`fedgame.viz.page.prepare`). On a loopback address the page's scripts are
+sent uncompressed: Solara compresses each file once per process at gzip level 9, about 2 s of
+server CPU on the first page, for no gain on a local connection.
 """
 
 from __future__ import annotations
 
 import errno
+import importlib.util
+import ipaddress
 import json
 import os
 import socket
@@ -21,6 +29,8 @@ from fedgame.errors import ScenarioError
 
 #: environment variable holding what the dashboard shows (JSON; read by :mod:`fedgame.viz.app`)
 CONFIG_ENV = "FEDGAME_DASHBOARD"
+#: top-level modules of the ``viz`` extra that load after the server has started (checked first)
+VIZ_MODULES = ("solara", "uvicorn", "altair", "matplotlib")
 #: Solara settings: no usage reporting, no warnings about Mesa's own components' hooks
 SOLARA_ENV = {"SOLARA_TELEMETRY_MIXPANEL_ENABLE": "false", "SOLARA_CHECK_HOOKS": "off"}
 
@@ -56,6 +66,16 @@ def _has_files(folder: Path) -> bool:
     return folder.is_dir() and any(folder.iterdir())
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (``localhost``, ``127.0.0.1``, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        return False
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port``; ``ScenarioError`` when it cannot be had."""
     if not 0 <= port <= 65535:
@@ -87,21 +107,35 @@ def serve(config: dict[str, Any], *, host: str = "127.0.0.1", port: int = 8765) 
     sock = bind(host, port)
     actual = sock.getsockname()[1]
     os.environ.update(SOLARA_ENV)
+    if is_loopback(host):  # no compression for a local browser (see above)
+        os.environ.setdefault("SOLARA_SERVER_HTTP_GZIP", "false")
     os.environ.update(base_prefix_env())  # before Solara reads its settings on import
     os.environ[CONFIG_ENV] = json.dumps(config)
-    os.environ["SOLARA_APP"] = "fedgame.viz.app:Page"
+    os.environ["SOLARA_APP"] = "fedgame.viz.page:Page"
     os.environ["SERVER_NAME"], os.environ["SERVER_PORT"] = host, str(actual)
+    missing = [name for name in VIZ_MODULES if importlib.util.find_spec(name) is None]
     try:
+        if missing:
+            raise ImportError(f"no module {missing[0]!r}")
+        # Solara's renders look pandas up in sys.modules (reacton.utils.import_item): it must
+        # never be seen half-imported by the loading thread
+        import pandas  # noqa: F401
+        import solara.server.starlette  # noqa: F401  (Solara's server, before serving)
         import uvicorn
+        from solara.server.app import ensure_apps_initialized
 
-        import fedgame.viz.app  # solara and Mesa's SolaraViz, before serving
+        from fedgame.viz.page import prepare
     except ImportError as exc:
         sock.close()
         raise ScenarioError(
             "dashboard", ..., f"needs the viz extra: pip install 'fedgame[viz]' ({exc})"
         ) from None
 
-    fedgame.viz.app.prebuild(config)  # the first tab's model, while the server starts
+    # Solara's start-up (run once; its server's start then skips it) before the loading thread:
+    # it imports the light page and patches matplotlib if it finds it in sys.modules, which
+    # must not happen while the thread imports it
+    ensure_apps_initialized()
+    prepare(config)  # SolaraViz, torch and the first tab's model, while the server starts
     server = uvicorn.Server(
         uvicorn.Config("solara.server.starlette:app", log_level="warning", access_log=False)
     )

@@ -137,8 +137,29 @@ def _slider_value(page, label: str) -> str:
     return shown.inner_text().strip()
 
 
-def _wait_for_round(page, n: int) -> None:
-    page.locator(f"text=/^round {n} of /").first.wait_for(timeout=120_000)
+def _choose(page, label: str, option: str) -> None:
+    """Pick ``option`` in the sidebar's select ``label``."""
+    page.get_by_role("button", name=label).click()
+    page.get_by_role("option", name=option).click()
+
+
+def _wait_for_slider(page, label: str, value: str) -> None:
+    """Until the sidebar slider ``label`` is there and shows ``value``."""
+    page.wait_for_function(
+        "([label, value]) => [...document.querySelectorAll('[role=slider]')].some(e =>"
+        " e.getAttribute('aria-label') === label"
+        " && e.querySelector('.v-slider__thumb-label').innerText.trim() === value)",
+        arg=[label, value],
+        timeout=30_000,
+    )
+
+
+#: the first page's wait: the server answers before SolaraViz, torch and the model are loaded
+FIRST_PAGE_MS = 240_000
+
+
+def _wait_for_round(page, n: int, timeout: int = 120_000) -> None:
+    page.locator(f"text=/^round {n} of /").first.wait_for(timeout=timeout)
 
 
 @pytest.fixture
@@ -155,7 +176,7 @@ def test_stepping_a_live_scenario_updates_the_views_and_a_client_answers_hover_a
     url = dashboard(str(QUICKSTART), "--set", "population.clients=20")
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(url)
-    _wait_for_round(page, 0)
+    _wait_for_round(page, 0, FIRST_PAGE_MS)
     before = _views(page)
     assert before["counter"].startswith("round 0 of 30 · 20 clients")
     assert page.title() == "fedgame · quickstart"
@@ -196,6 +217,30 @@ def test_stepping_a_live_scenario_updates_the_views_and_a_client_answers_hover_a
     page.locator("text=/^round 0 of 30 · 21 clients/").first.wait_for(timeout=120_000)
 
 
+def test_the_knobs_follow_the_reward_kind_chosen_on_the_page(dashboard, browser):
+    url = dashboard(str(QUICKSTART), "--set", "population.clients=12")
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.goto(url)
+    _wait_for_round(page, 0, FIRST_PAGE_MS)
+    gamma = page.get_by_role("slider", name="γ (incentive)")
+    assert gamma.count() == 0  # incentive: none has no γ
+    _choose(page, "reward (incentive)", "qi_dpfl")
+    gamma.wait_for(state="attached", timeout=30_000)
+    assert _slider_value(page, "γ (incentive)") == "0.5"  # every shipped kind's default
+    assert _slider_value(page, "clients N") == "12"  # the others stay as they were
+    gamma.focus()
+    page.keyboard.press("ArrowRight")
+    _wait_for_slider(page, "γ (incentive)", "0.55")
+    _choose(page, "reward (incentive)", "none")
+    gamma.wait_for(state="detached", timeout=30_000)  # gone again
+    _choose(page, "reward (incentive)", "stackelberg")
+    gamma.wait_for(state="attached", timeout=30_000)
+    assert _slider_value(page, "γ (incentive)") == "0.55"  # kept while hidden
+    page.get_by_role("button", name="Reset").click()  # the chosen kind and γ are applied
+    page.get_by_text(re.compile(r"incentive stackelberg \(γ = 0\.55\)")).wait_for(timeout=120_000)
+    _wait_for_round(page, 0)
+
+
 def test_a_finished_run_replays_read_only(dashboard, browser, tmp_path):
     out = tmp_path / "results"
     code = "import sys; from fedgame.cli import main; sys.exit(main())"
@@ -208,7 +253,7 @@ def test_a_finished_run_replays_read_only(dashboard, browser, tmp_path):
     url = dashboard(str(out / "quickstart"))
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(url)
-    _wait_for_round(page, 1)  # a replay opens at the first recorded round
+    _wait_for_round(page, 1, FIRST_PAGE_MS)  # a replay opens at the first recorded round
     assert page.get_by_text("replay of").count() >= 1
     before = _views(page)
     for n in (2, 3):

@@ -14,7 +14,7 @@ from fedgame.cli import main
 from fedgame.scenario.load import validate
 from fedgame.viz.curves import curve_options, panels_for
 from fedgame.viz.data import STATES, client_states
-from fedgame.viz.knobs import knobs, model_params, overrides
+from fedgame.viz.knobs import gamma_start, knobs, model_params, overrides
 from fedgame.viz.live import DashboardModel
 from fedgame.viz.replay import ReplayModel
 
@@ -60,6 +60,55 @@ def test_the_gamma_knob_shows_only_under_an_incentive_with_gamma():
     with_gamma = model_params(load_scenario(scenarios / "qi_dpfl_digits.yaml"))
     assert with_gamma["incentive__gamma"]["value"] == 0.5
     assert "incentive__gamma" not in model_params(load_scenario(scenarios / "quickstart.yaml"))
+
+
+def test_the_knobs_follow_the_reward_kind_chosen_on_the_page(tiny):
+    scenario = validate(tiny)  # incentive: none
+    assert scenario.incentive.kind == "none" and "incentive__gamma" not in model_params(scenario)
+    chosen = model_params(scenario, "qi_dpfl")
+    assert chosen["incentive__gamma"]["value"] == 0.5  # the kind's default
+    assert list(chosen)[-2:] == ["incentive__kind", "incentive__gamma"]  # last: nothing moves
+    assert list(model_params(scenario)) == list(chosen)[:-1]
+    assert [k.key for k in knobs(scenario, "none")] == [k.key for k in knobs(scenario)]
+    # γ at the chosen kind's start leaves the kind as configured; moved, it is applied
+    start = {k.keyword: k.value for k in knobs(scenario)}
+    keys, notes = overrides(scenario, {**start, "incentive__kind": "qi_dpfl"})
+    assert keys == {"incentive": {"kind": "qi_dpfl"}} and notes == []
+    keys, notes = overrides(scenario, {**start, "incentive__kind": "max", "incentive__gamma": 0.7})
+    assert keys == {"incentive": {"kind": "max", "gamma": 0.7}} and notes == []
+    _, notes = overrides(scenario, {**start, "incentive__gamma": 0.7})  # none has no γ
+    assert notes == ["γ not applied: incentive 'none' has no γ"]
+
+
+def test_gamma_starts_at_the_scenarios_own_under_every_kind_with_gamma(tiny):
+    tiny["incentive"] = {"kind": "qi_dpfl", "gamma": 0.3}
+    scenario = validate(tiny)
+    assert gamma_start(scenario, "stackelberg") == 0.3 and gamma_start(scenario, "none") is None
+    assert model_params(scenario, "max")["incentive__gamma"]["value"] == 0.3
+    assert "incentive__gamma" not in model_params(scenario, "none")
+    start = {k.keyword: k.value for k in knobs(scenario)}
+    keys, _ = overrides(scenario, {**start, "incentive__kind": "max"})
+    assert keys["incentive"]["kind"] == "max" and keys["incentive"]["gamma"] == 0.3
+
+
+@pytest.mark.filterwarnings("ignore:.*use_state.*:UserWarning")  # Mesa's own component
+def test_reset_reads_the_kind_and_gamma_the_page_keeps(tiny):
+    import solara
+
+    from fedgame.viz.app import following_kind
+
+    scenario = validate(tiny)
+    kind, gamma = solara.reactive("none"), solara.reactive(0.5)
+    hidden = following_kind(scenario, kind, gamma)
+    assert hidden["incentive__kind"]["value"] is kind and hidden["incentive__gamma"] is gamma
+    kind.value = "stackelberg"
+    shown = following_kind(scenario, kind, gamma)
+    assert shown["incentive__gamma"]["type"] == "SliderFloat"
+    assert shown["incentive__gamma"]["value"] is gamma
+    gamma.value = 0.65  # what SolaraViz's Reset passes: the page's reactives themselves
+    model = DashboardModel(scenario, incentive__kind=kind, incentive__gamma=gamma)
+    assert model.scenario.incentive.kind == "stackelberg" and model.notice == ""
+    assert model.settings["incentive"]["gamma"] == 0.65
 
 
 def test_the_live_model_offers_rounds_and_the_current_clients(tiny):
@@ -130,3 +179,10 @@ def test_a_venv_on_system_packages_finds_their_front_end_files(tmp_path, monkeyp
     assert "SOLARA_ASSETS_PROXY_CACHE_DIR" not in base_prefix_env()
     monkeypatch.setattr(sys, "prefix", str(base))  # not a virtual environment
     assert base_prefix_env() == {}
+
+
+def test_a_loopback_address_is_told_from_others():
+    from fedgame.viz.serve import is_loopback
+
+    assert all(map(is_loopback, ("127.0.0.1", "127.1.2.3", "::1", "localhost")))
+    assert not any(map(is_loopback, ("0.0.0.0", "192.168.1.4", "::", "example.org")))
