@@ -27,6 +27,7 @@ from fedgame.errors import ScenarioError
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
 from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows, gaussian_noise
+from fedgame.privacy.calibration_base import StatesNoiseStd
 from fedgame.privacy.calibrations import (
     Release,
     Target,
@@ -184,9 +185,10 @@ class GaussianCore(ReleaseSensitivity):
             ids = ids_of(clients)[rows].tolist()
             return np.array([self.participation.floored(i, zk) for i, zk in zip(ids, z)])
 
-        z = following_rho(chosen_rho(responses), planned)
+        rho = chosen_rho(responses)
+        z = following_rho(rho, planned)
         charges = Charges("gaussian", noise_multiplier=z, delta=target.delta_round)
-        sigma = z * self.sensitivities(clients, round_index=info.round - 1)
+        sigma = self.noise_std(z, target, clients, rho=rho, round_index=info.round - 1)
         sample = self.config.level == "sample"
         return PrivacyPlan(
             tuple(ids_of(clients).tolist()),
@@ -195,6 +197,24 @@ class GaussianCore(ReleaseSensitivity):
             clip=None if sample else self.config.clip,
             per_sample_clip=self.config.clip if sample else None,
         )
+
+    def noise_std(
+        self,
+        z: np.ndarray,
+        target: Target,
+        clients: Sequence[ClientView],
+        *,
+        rho: np.ndarray,
+        round_index: int,
+    ) -> np.ndarray:
+        """σ_k = z_k·Δ_k, or the σ the calibration's paper states itself (``StatesNoiseStd``,
+        e.g. ``qi_dpfl``'s Eq. 10), which is z_k·Δ_k of the release it describes."""
+        if isinstance(self.calibration, StatesNoiseStd):
+            sizes = column_of(clients, "dataset_size")
+            return self.calibration.noise_std(
+                target, rho=rho, clip=self.config.clip, dataset_sizes=sizes
+            )
+        return z * self.sensitivities(clients, round_index=round_index)
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
