@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -76,6 +76,29 @@ def check_classic(
         )
 
 
+def check_release(config: PrivacySettings, scenario: Any, *, key: str, per_sample: bool) -> None:
+    """The accountant and calibration describe the local Gaussian release; a tail bound stays
+    in its proven range; per-sample clipping has FedSGD; an accountant target is reachable."""
+    account = accountant_name(config)
+    check_describes(account, "gaussian", key=f"{key}.accountant")
+    release = Release("gaussian", "local", config.level)
+    check_calibration(config.calibration, release, kind=scenario.privacy.kind, key=key)
+    fixed = fixed_participations(config.participations)
+    check_classic(
+        config.calibration, config.allow_loose_classic, scenario, participations=fixed, key=key
+    )
+    if per_sample:
+        check_sample_level(scenario, key=key, norm="l2")
+    if config.calibration == "accountant":
+        check_reachable(
+            account,
+            scenario,
+            releases=fixed or planned_participations(scenario),
+            template=Charge("gaussian"),
+            key=key,
+        )
+
+
 def accountant_name(config: PrivacySettings) -> str:
     """The configured accountant, else ``basic`` for per-release calibrations, else ``rdp``."""
     if config.accountant is not None:
@@ -92,6 +115,9 @@ class GaussianCore(ReleaseSensitivity):
     Config = PrivacySettings
     #: the registered name (set by each preset) that validation messages name
     kind = "gaussian_local"
+    #: ``level: sample`` means paper 004's NbAFL record level (the whole update clipped,
+    #: Δ = 2C/|D_min| of the round's selected clients; ``ldp``), not per-sample clipping
+    nbafl_sample: ClassVar[bool] = False
 
     def __init__(self, config: PrivacySettings) -> None:
         self.config = config
@@ -104,28 +130,16 @@ class GaussianCore(ReleaseSensitivity):
 
     @staticmethod
     def check_scenario(config: PrivacySettings, scenario: Any, *, key: str) -> None:
-        account = accountant_name(config)
-        check_describes(account, "gaussian", key=f"{key}.accountant")
-        release = Release("gaussian", "local", config.level)
-        check_calibration(config.calibration, release, kind=scenario.privacy.kind, key=key)
-        fixed = fixed_participations(config.participations)
-        check_classic(
-            config.calibration, config.allow_loose_classic, scenario, participations=fixed, key=key
-        )
-        if config.level == "sample":
-            check_sample_level(scenario, key=key, norm="l2")
-        if config.calibration == "accountant":
-            check_reachable(
-                account,
-                scenario,
-                releases=fixed or planned_participations(scenario),
-                template=Charge("gaussian"),
-                key=key,
-            )
+        check_release(config, scenario, key=key, per_sample=config.level == "sample")
+
+    @property
+    def per_sample(self) -> bool:
+        """Whether the learner clips each per-sample gradient (``level: sample``, FedSGD)."""
+        return self.config.level == "sample" and not self.nbafl_sample
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
-        self.training = training_from(ctx) if self.config.level == "sample" else None
+        self.training = training_from(ctx) if self.per_sample else None
         self.participation.bind(ctx.selection)
 
     def epsilon_per_round(
@@ -189,7 +203,7 @@ class GaussianCore(ReleaseSensitivity):
         z = following_rho(rho, planned)
         charges = Charges("gaussian", noise_multiplier=z, delta=target.delta_round)
         sigma = self.noise_std(z, target, clients, rho=rho, round_index=info.round - 1)
-        sample = self.config.level == "sample"
+        sample = self.per_sample
         return PrivacyPlan(
             tuple(ids_of(clients).tolist()),
             charges,

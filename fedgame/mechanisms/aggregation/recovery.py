@@ -11,7 +11,8 @@ upload arrived; ``failed_edges`` are the client-client links down this round.
   every link to the other selected clients up (pair keys and shares travel over those links),
   whether or not an upload is missing.
 
-Status codes: 0 ok, 1 masks unrecoverable, 2 timed out.
+Status codes: 0 ok, 1 masks unrecoverable, 2 timed out; a reporter that did not decide the
+round's sum writes -1 (``NOT_REPORTED``), so a status column is always an integer.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import numpy as np
 
 Recovery = Literal["always", "none", "p2p"]
 OK, UNRECOVERABLE, TIMED_OUT = 0, 1, 2
+#: a status column's value where its writer did not decide the round's sum
+NOT_REPORTED = -1
 
 
 def recovery_status(
