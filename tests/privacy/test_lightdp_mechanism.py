@@ -322,7 +322,8 @@ def test_incomplete_graph_uses_ldp_floor():
     )
     plan_for(mech, n)
     assert design(mech).sigma_individual == pytest.approx(ld.tail_constant(1e-5) / 3.0)
-    assert mech.round_noise.plan.adjacency().sum() == 2 * n  # pairwise terms only on the ring's edges
+    # pairwise terms only on the ring's edges
+    assert mech.round_noise.plan.adjacency().sum() == 2 * n
 
 
 @pytest.mark.parametrize("cls", [LightDP, LocalDP, SmpcDP, IdealSmpc])
