@@ -38,7 +38,11 @@ from pydantic import Field, PositiveInt
 
 from fedgame import reads
 from fedgame.errors import ScenarioError
-from fedgame.mechanisms.aggregation.recovery import NOT_REPORTED, recovery_status
+from fedgame.mechanisms.aggregation.recovery import (
+    NOT_REPORTED,
+    p2p_threshold,
+    recovery_status,
+)
 from fedgame.mechanisms.aggregation.secure import SecureAggregation
 from fedgame.mechanisms.base import BoundsStragglers
 from fedgame.privacy.base import PrivacyPlan, gaussian_noise
@@ -235,7 +239,7 @@ class SmpcDP(PerRoundGaussian):
             ids=noise.ids,
             uploaded=~late,
             failed_edges=noise.failed_edges(),
-            threshold=self.config.threshold or max(k - self.s_bar(), 1),
+            threshold=self.config.threshold or p2p_threshold(k, self.s_bar()),
         )
 
     def finalise(
