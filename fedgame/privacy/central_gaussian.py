@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt
 
 import fedgame.registry as registry
 from fedgame import reads
@@ -17,6 +17,7 @@ from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
 from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows
+from fedgame.privacy.settings import ReleaseSettings, fixed_participations
 from fedgame.registry import Example, register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext, column_of, ids_of
@@ -69,11 +70,17 @@ class CentralGaussian:
     example = Example({"noise_multiplier": 0.3})
     round_columns = ("central_noise_std",)
 
-    class Config(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Config(ReleaseSettings):
+        """The shared release knobs (:mod:`fedgame.privacy.settings`) of a user-level update
+        clipped before aggregation, and the fixed multiplier."""
+
         clip: PositiveFloat = Field(
             1.0, description="L2 norm C each update is clipped to before aggregation"
         )
+        adjacency: Literal["add_remove"] = Field(
+            "add_remove", description="add_remove: one client's update added or removed"
+        )
+        level: Literal["update"] = Field("update", description="update: user-level DP")
         noise_multiplier: PositiveFloat | None = Field(
             None,
             description=(
@@ -81,8 +88,12 @@ class CentralGaussian:
                 " T releases)"
             ),
         )
-        participations: PositiveInt | None = Field(
-            None, description="planned releases T (default: rounds x expected selected fraction)"
+        participations: Literal["scenario"] | PositiveInt = Field(
+            "scenario",
+            description=(
+                "planned releases T: scenario (rounds x expected selected fraction) or a fixed "
+                "integer"
+            ),
         )
         accountant: str = Field(
             "rdp",
@@ -113,7 +124,8 @@ class CentralGaussian:
             check_reachable(
                 config.accountant,
                 scenario,
-                releases=config.participations or planned_participations(scenario),
+                releases=fixed_participations(config.participations)
+                or planned_participations(scenario),
                 template=Charge("gaussian"),
                 key=key,
             )
@@ -121,7 +133,7 @@ class CentralGaussian:
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        t = self.config.participations or participations
+        t = fixed_participations(self.config.participations) or participations
         return epsilon_total / t, delta_total / t
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
@@ -131,7 +143,8 @@ class CentralGaussian:
             aggregator.weights if isinstance(aggregator, WeightedSumAggregator) else None
         )
         if self.config.noise_multiplier is None and ctx.clients:
-            planned = self.config.participations or ctx.planned_participations
+            fixed = fixed_participations(self.config.participations)
+            planned = fixed or ctx.planned_participations
             self.z = self.strictest_z(ctx.clients, releases=planned)
 
     def strictest_z(self, clients: Sequence[ClientView], *, releases: int) -> float:

@@ -1,8 +1,10 @@
 """The one local clip-and-noise core: clip to C, add N(0, σ_k² I), σ_k = z_k·Δ_k.
 
-``gaussian``, ``gaussian_local`` and ``ldp`` are presets of :class:`GaussianCore` (registered
-names whose ``Config`` only changes defaults of :class:`~fedgame.privacy.settings.PrivacySettings`
-and may add a column). Per client k and release:
+``gaussian``, ``gaussian_local``, ``zcdp_gaussian`` and ``ldp`` are presets of
+:class:`GaussianCore` (registered names whose ``Config`` changes defaults of
+:class:`~fedgame.privacy.settings.PrivacySettings` and which may add a column: ``ldp`` reads
+``level: sample`` as paper 004's NbAFL record level, ``nbafl_sample``). Per client k and
+release:
 
 * the budget: T_k planned releases and a share s_k of (ε_k, δ_k) from the participation plan
   (:class:`~fedgame.privacy.local_common.ParticipationPlan`); per release (ε_r, δ_r) =
@@ -10,8 +12,12 @@ and may add a column). Per client k and release:
 * the multiplier z_k from the configured calibration (:mod:`fedgame.privacy.calibrations`),
   or z_k = 1/sqrt(2ρ) when the response chose a zCDP budget ρ (:mod:`fedgame.privacy.levels`);
 * the sensitivity Δ_k by ``level`` (:mod:`fedgame.privacy.local_common`): factor·(C + Θ) for
-  the whole update, factor·η_t·(C + Θ)/D_k per sample (FedSGD), factor 2 for replace-one
-  adjacency, Θ the selection's stage-1 loss bound (0 without);
+  the whole update, factor·η_t·(C + Θ)/D_k per sample (FedSGD), factor·C/D_k at the record
+  level (paper 003), factor 2 for replace-one adjacency, Θ the selection's stage-1 loss bound
+  (0 without);
+* σ_k = z_k·Δ_k, or the σ a calibration's paper states itself (``StatesNoiseStd``: paper 003
+  Eq. 10 for ``qi_dpfl``, the same number up to the last bits, kept so the shipped QI-DPFL
+  tables stay bit-identical);
 * the release: a Gaussian of multiplier z_k at δ share δ_r, priced by the accountant.
 """
 
