@@ -138,7 +138,6 @@ class LocalDpSgd(PerClientCharges):
         self.accountant = make_accountant(config.accountant)
         self.factor = adjacency_factor(config.adjacency)
         self.participation = ParticipationPlan(config.participations)
-        self.planned = self.participation.scenario
         self.training: Any = None
         self._z_cache: dict[tuple[Any, ...], float] = {}
         self._released: dict[int, tuple[int, float, float, float, float]] = {}
@@ -166,8 +165,8 @@ class LocalDpSgd(PerClientCharges):
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        self.planned = self.participation.set_scenario(participations)
-        return epsilon_total / self.planned, delta_total / self.planned
+        t = self.participation.set_scenario(participations)  # set-up: the scenario-wide T
+        return epsilon_total / t, delta_total / t
 
     def geometry(self, client: ClientView) -> tuple[float, int, int, int]:
         t = self.training

@@ -131,7 +131,6 @@ class GaussianCore(ReleaseSensitivity):
         self.calibration = make_calibration(config.calibration, config)
         self.factor = adjacency_factor(config.adjacency)
         self.participation = ParticipationPlan(config.participations)
-        self.planned = self.participation.scenario
         self.training: Any = None
 
     @staticmethod
@@ -151,8 +150,8 @@ class GaussianCore(ReleaseSensitivity):
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        self.planned = self.participation.set_scenario(participations)
-        return epsilon_total / self.planned, delta_total / self.planned
+        t = self.participation.set_scenario(participations)  # set-up: the scenario-wide T
+        return epsilon_total / t, delta_total / t
 
     def target(self, clients: Sequence[ClientView], asked: np.ndarray | None = None) -> Target:
         """Each client's release budget (ε_r, δ_r) and run budget (s·ε, s·δ over T).

@@ -66,7 +66,7 @@ class ZcdpGaussian(GaussianCore):
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
         """(ε of one ρ-zCDP release at the client's δ, δ/T): Bun & Steinke Prop. 1.3."""
-        self.planned = self.participation.set_scenario(participations)
-        delta_round = np.asarray(delta_total, dtype=float) / self.planned
+        t = self.participation.set_scenario(participations)  # set-up: the scenario-wide T
+        delta_round = np.asarray(delta_total, dtype=float) / t
         eps = [zcdp_to_epsilon(self.config.rho, delta=float(d)) for d in delta_total]
         return np.array(eps, dtype=float), delta_round
