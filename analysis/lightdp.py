@@ -70,6 +70,22 @@ def privacy(scheme: str, rounds: int, colluders: int) -> dict[str, Any]:
     return base if kind == "ldp" else base | {"max_colluders": colluders}
 
 
+#: N, every one of them selected each round (so K = N)
+CLIENTS = 50
+
+
+def aggregation(scheme: str, *, s_bar: int) -> dict[str, Any]:
+    """The plain mean, or for the SMPC schemes the secure sum of the mean with its recovery
+    policy: p2p at threshold K − S̄ (every one of the 50 clients is selected; note 004 §5.2:
+    the noise is sized for S̄ stragglers), or always (``ideal_smpc``)."""
+    if not scheme.startswith(("smpc_dp", "ideal_smpc")):
+        return {"kind": "mean"}
+    secure: dict[str, Any] = {"kind": "secure", "inner": "mean", "recovery": "always"}
+    if scheme.startswith("smpc_dp"):
+        secure |= {"recovery": "p2p", "threshold": max(CLIENTS - s_bar, 1)}
+    return secure
+
+
 def scenario(cell: dict[str, Any], setup: dict[str, Any]) -> dict[str, Any]:
     """One federation: ``cell`` has scheme, eps, c_bar, s_bar, failures, seed."""
     rounds = setup["rounds"]
@@ -81,7 +97,7 @@ def scenario(cell: dict[str, Any], setup: dict[str, Any]) -> dict[str, Any]:
         "seed": cell["seed"],
         "rounds": rounds,
         "population": {
-            "clients": 50,
+            "clients": CLIENTS,
             "budget": {"epsilon": cell["eps"] * rounds, "delta": 1e-5 * rounds},
             "colluders": 10,
         },
@@ -89,7 +105,7 @@ def scenario(cell: dict[str, Any], setup: dict[str, Any]) -> dict[str, Any]:
         "model": {"kind": "logreg"},
         "training": {"local_steps": 5, "batch_size": 16, "lr": 0.1},
         "selection": {"kind": "all"},
-        "aggregation": {"kind": "mean"},
+        "aggregation": aggregation(cell["scheme"], s_bar=cell["s_bar"]),
         "privacy": privacy(cell["scheme"], rounds, cell["c_bar"]),
         "network": {"topology": {"kind": "complete"}, "faults": faults},
     }

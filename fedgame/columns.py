@@ -347,7 +347,8 @@ PLUGIN_COLUMNS: dict[str, Spec] = {
     ),
     "smpc_status": Spec(
         "secure sum with ideal masks (aggregation: mean, deprecated): 0 ok, 1 masks "
-        "unrecoverable, 2 timed out (too few uploads); NaN under aggregation: secure",
+        "unrecoverable, 2 timed out (too few uploads); -1 not decided here (no upload arrived, "
+        "or aggregation: secure decided: see secure_status)",
         "",
         "int64",
     ),

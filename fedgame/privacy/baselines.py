@@ -1,6 +1,7 @@
 """Baselines of paper 004: vanilla local DP, SMPC + DP, and an ideal secure aggregation.
 
-``ldp``: each client adds N(0, σ_L² I), σ_L = cΔ/ε (note 004 §5.1), at its own per-round ε.
+``ldp``: each client adds N(0, σ_L² I), σ_L = cΔ/ε (note 004 §5.1), at its own per-round ε: a
+preset of the local Gaussian core (:mod:`fedgame.privacy.gaussian_core`).
 
 ``smpc_dp``: uploads are hidden by secure aggregation, so each client adds only variance
 σ_L²/(K − C_bar − S_bar) (K selected clients): with at most C_bar colluders and S_bar
@@ -18,7 +19,8 @@ every client-client link to the other selected clients up this round; ``"none"``
 straggler (no unmasking phase); ``"always"`` never fails. A failed round returns ``None``
 (the model keeps the global model and flags ``aggregation_failed``); round column
 ``smpc_status`` says 0 ok, 1 masks unrecoverable, 2 timed out (fewer than ``threshold``
-uploads arrived before the deadline).
+uploads arrived before the deadline), -1 not decided here (no upload arrived, or, under
+``aggregation: secure``, the aggregator decided: its ``secure_status``); always an integer.
 
 ``ideal_smpc``: ``smpc_dp`` whose secure aggregation never fails, for reference
 (``aggregation: {kind: secure, inner: mean, recovery: always}``).
@@ -36,18 +38,24 @@ from pydantic import Field, PositiveInt
 
 from fedgame import reads
 from fedgame.errors import ScenarioError
-from fedgame.mechanisms.aggregation.recovery import recovery_status
+from fedgame.mechanisms.aggregation.recovery import (
+    NOT_REPORTED,
+    p2p_threshold,
+    recovery_status,
+)
 from fedgame.mechanisms.aggregation.secure import SecureAggregation
 from fedgame.mechanisms.base import BoundsStragglers
 from fedgame.privacy.base import PrivacyPlan, gaussian_noise
 from fedgame.privacy.distributed import (
     BoundsConfig,
-    PerRoundConfig,
     PerRoundGaussian,
     check_bounds,
     check_equal_weights,
+    nbafl_sensitivity,
 )
-from fedgame.privacy.levels import chosen_rho, following_rho
+from fedgame.privacy.gaussian_core import GaussianCore, check_release
+from fedgame.privacy.noise_report import ReportsNoise, RoundNoise
+from fedgame.privacy.settings import PrivacySettings
 from fedgame.registry import Example, register
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
 
@@ -55,42 +63,66 @@ if TYPE_CHECKING:
     import torch
 
 
+class LdpSettings(PrivacySettings):
+    """``ldp``'s reading of ``level``: paper 004's, as ``lightdp`` and ``smpc_dp`` read it."""
+
+    level: Literal["update", "sample"] = Field(
+        "update",
+        description=(
+            "update (client-level, sensitivity clip) or sample (NbAFL-style record level, "
+            "2 clip / |D_min|); formerly sensitivity"
+        ),
+    )
+
+
 @register("privacy", "ldp", reads=reads.DISTRIBUTED)
-class LocalDP(PerRoundGaussian):
+class LocalDP(ReportsNoise, GaussianCore):
     """Vanilla local Gaussian DP at each client's per-round (ε, δ) (paper 004 baseline).
 
-    A response that chooses a zCDP budget ρ is released at z = 1/sqrt(2ρ), σ = zΔ instead
+    A preset of the local Gaussian core (:mod:`fedgame.privacy.gaussian_core`): σ_L = z·Δ
+    with z from ``calibration`` (default ``analytic``) at the client's per-round (ε, δ)
+    (its response's ε when it names one), Δ = factor·C for ``level: update``, or paper 004's
+    NbAFL record level 2C/|D_min| over the round's selected clients for ``level: sample``
+    (the whole update clipped, as ``lightdp`` reads it, so the schemes share one Δ). Adds
+    paper 004's noise columns (:mod:`fedgame.privacy.noise_report`). A response that chooses
+    a zCDP budget ρ is released at z = 1/sqrt(2ρ), σ = zΔ instead
     (:mod:`fedgame.privacy.levels`).
     """
 
-    placement = "local"
-    follows = frozenset({"epsilon", "rho"})
-    Config = PerRoundConfig
     example = Example({"participations": 1}, needs={"aggregation": {"kind": "mean"}})
+    Config = LdpSettings
+    kind = "ldp"
+    nbafl_sample = True
+
+    @staticmethod
+    def check_scenario(config: PrivacySettings, scenario: Any, *, key: str) -> None:
+        check_release(config, scenario, key=key, per_sample=False)
+
+    def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
+        super().prepare(ctx, rng=rng)
+        self.prepare_report(ctx)
+
+    def sensitivities(self, clients: Sequence[ClientView], *, round_index: int) -> np.ndarray:
+        """One Δ for the round's clients: factor·C, or 2C/|D_min| (``level: sample``)."""
+        base = self.config.clip * self.factor
+        return np.full(len(clients), nbafl_sensitivity(self.config, clients, base=base))
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
-        eps, delta = self.round_budget(clients, responses)
-        sens = self.round_sensitivity(clients)
-        z = following_rho(
-            chosen_rho(responses), lambda rows: self.multipliers(eps[rows], delta[rows])
-        )
-        sigma = z * sens
-        self._sigma = sigma
-        return self.make_plan(clients, multipliers=z, delta=delta, sigma=sigma, info=info)
+        return self.start_round(super().plan(clients, responses, info=info), info=info)
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
     ) -> torch.Tensor:
         noise = gaussian_noise(updates.shape, plan.noise_std, like=updates, generator=generator)
-        return self.clip_updates(updates) + noise
+        return self.clip_updates(updates, self.config.clip) + noise
 
-    def residual_and_effective(self, late: np.ndarray) -> tuple[float, np.ndarray]:
-        var = self._sigma**2
+    def residual_and_effective(self, noise: RoundNoise, late: np.ndarray) -> tuple[float, Any]:
+        var = noise.plan.noise_std**2
         up = int((~late).sum())
         residual = float(var[~late].sum() / up**2) if up else math.nan
-        return residual, np.where(self.selected_colluders(), 0.0, var)
+        return residual, np.where(noise.colluders, 0.0, var)
 
 
 @register("privacy", "smpc_dp", reads=reads.DISTRIBUTED)
@@ -124,8 +156,6 @@ class SmpcDP(PerRoundGaussian):
 
     def __init__(self, config: Config) -> None:
         super().__init__(config)
-        self.status = math.nan
-        self._sigma = 0.0
         self.wrapped = False
 
     @staticmethod
@@ -181,9 +211,7 @@ class SmpcDP(PerRoundGaussian):
         sens = self.round_sensitivity(clients)
         honest = k - self.config.max_colluders - self.s_bar()
         sigma_l = float(self.multipliers(np.array([eps_d]), np.array([delta_d]))[0]) * sens
-        self._sigma = sigma_l / math.sqrt(honest) if honest >= 1 else sigma_l
-        self.status = math.nan
-        sigma = np.full(k, self._sigma)
+        sigma = np.full(k, sigma_l / math.sqrt(honest) if honest >= 1 else sigma_l)
         eps_k, delta_k = np.full(k, eps_d), np.full(k, delta_d)
         return self.make_plan(
             clients,
@@ -197,20 +225,21 @@ class SmpcDP(PerRoundGaussian):
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
     ) -> torch.Tensor:
         noise = gaussian_noise(updates.shape, plan.noise_std, like=updates, generator=generator)
-        return self.clip_updates(updates) + noise
+        return self.clip_updates(updates, self.config.clip) + noise
 
-    def recovery_status(self) -> int:
-        """0 ok, 1 masks unrecoverable, 2 timed out (see the module docstring)."""
-        late = self.stragglers()
-        if late is None:
+    def recovery_status(self, noise: RoundNoise | None) -> int:
+        """0 ok, 1 masks unrecoverable, 2 timed out (see the module docstring); 0 before the
+        round's faults are known."""
+        late = None if noise is None else noise.stragglers()
+        if noise is None or late is None:
             return 0
-        k = len(self._ids)
+        k = len(noise.ids)
         return recovery_status(
             self.config.recovery,
-            ids=self._ids,
+            ids=noise.ids,
             uploaded=~late,
-            failed_edges=self.failed_edges(),
-            threshold=self.config.threshold or max(k - self.s_bar(), 1),
+            failed_edges=noise.failed_edges(),
+            threshold=self.config.threshold or p2p_threshold(k, self.s_bar()),
         )
 
     def finalise(
@@ -223,22 +252,24 @@ class SmpcDP(PerRoundGaussian):
     ) -> torch.Tensor | None:
         if self.wrapped:  # the secure aggregator unmasked (or failed) the sum itself
             return delta
-        self.status = float(self.recovery_status())
-        return delta if self.status == 0 else None
+        return delta if self.recovery_status(self.round_noise) == 0 else None
 
     def round_metrics(self) -> dict[str, float]:
         out = super().round_metrics()
-        if out and not self.wrapped:
-            out["smpc_status"] = self.status
+        noise = self.round_noise
+        if out and noise is not None:
+            late = noise.stragglers()
+            unknown = self.wrapped or late is None or late.all()
+            status = NOT_REPORTED if unknown else self.recovery_status(noise)
+            out["smpc_status"] = float(status)
         return out
 
-    def residual_and_effective(self, late: np.ndarray) -> tuple[float, np.ndarray]:
+    def residual_and_effective(self, noise: RoundNoise, late: np.ndarray) -> tuple[float, Any]:
         up = int((~late).sum())
-        var = self._sigma**2
+        var = float(noise.plan.noise_std[0]) ** 2
         residual = var / up if up else math.nan
-        coll = self.selected_colluders()
-        honest_up = int((~late & ~coll).sum())
-        return residual, np.where(coll, 0.0, honest_up * var)
+        honest_up = int((~late & ~noise.colluders).sum())
+        return residual, np.where(noise.colluders, 0.0, honest_up * var)
 
 
 @register("privacy", "ideal_smpc", reads=reads.DISTRIBUTED)

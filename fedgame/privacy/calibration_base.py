@@ -96,6 +96,20 @@ class Calibration(Protocol):
         ...
 
 
+@runtime_checkable
+class StatesNoiseStd(Protocol):
+    """Capability of a calibration whose paper states σ itself, not as z·Δ.
+
+    The core adds exactly this σ (so the paper's figures are reproduced to the last bit);
+    it equals z·Δ of the release the calibration describes, up to rounding. ``rho``: each
+    response's chosen zCDP budget (NaN: none chosen).
+    """
+
+    def noise_std(
+        self, target: Target, *, rho: np.ndarray, clip: float, dataset_sizes: np.ndarray
+    ) -> np.ndarray: ...
+
+
 def calibration_class(name: str, *, key: str = "privacy.calibration") -> Any:
     """The registered calibration class ``name`` (unknown names list the valid ones)."""
     return registry.entry("calibration", name, key=key).cls

@@ -227,6 +227,69 @@ class DpflBcs:
         return self.config.c2 * np.sqrt(t * np.log(1.0 / delta)) / z
 
 
+class RhoConfig(BaseModel):
+    """The privacy section's ``rho``, read by ``qi_dpfl``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    rho: PositiveFloat | None = Field(
+        None,
+        description=(
+            "privacy key: zCDP budget rho of every release a response names none for (None: "
+            "the largest rho whose (epsilon, delta) conversion meets the per-round target)"
+        ),
+    )
+
+
+@registry.register("calibration", "qi_dpfl")
+class QiDpfl:
+    """QI-DPFL (paper 003 Eq. 10): a ρ-zCDP Gaussian release, z = 1/sqrt(2ρ), σ² = 2C²/(ρ|D|²).
+
+    ρ per release: the response's chosen ρ, else the privacy section's ``rho``, else the
+    largest ρ with ρ + 2 sqrt(ρ ln(1/δ_r)) ≤ ε_r (Bun & Steinke 2016, Prop. 1.3 inverted). The
+    paper states σ itself, on its record-level sensitivity 2C/|D_i| (Corollary 1, replace-one;
+    ``level: record``): ``noise_std`` is that formula verbatim (Eq. 10), which is z·Δ. The
+    stated guarantee (``epsilon_of``) is the zCDP-to-DP conversion of one release at δ_r.
+    """
+
+    describes = frozenset({Release("gaussian", "local", "record")})
+    scope = "release"
+    proven_below = math.inf
+    loose_factor = 1.0 + 1e-6
+    Config = RhoConfig
+
+    def __init__(self, config: RhoConfig | None = None) -> None:
+        self.rho = (config or RhoConfig.model_validate({})).rho
+
+    def rho_of(self, target: Target, chosen: np.ndarray | None = None) -> np.ndarray:
+        """ρ of each release: the chosen one (finite), else the fixed ``rho`` or the target's."""
+        if self.rho is not None:
+            own = np.full(len(target.epsilon_round), self.rho)
+        else:
+            log_term = np.log(1.0 / target.delta_round)
+            eps = np.asarray(target.epsilon_round, float)
+            own = (eps / (np.sqrt(log_term + eps) + np.sqrt(log_term))) ** 2
+        return own if chosen is None else np.where(np.isfinite(chosen), chosen, own)
+
+    def multipliers(self, target: Target, *, accountant: Accountant) -> np.ndarray:
+        del accountant
+        return 1.0 / np.sqrt(2.0 * self.rho_of(target))
+
+    def noise_std(
+        self, target: Target, *, rho: np.ndarray, clip: float, dataset_sizes: np.ndarray
+    ) -> np.ndarray:
+        """Eq. 10: σ_i = sqrt(2C²/(ρ_i |D_i|²)), an empty client read as holding one sample."""
+        sizes = np.maximum(np.asarray(dataset_sizes, float), 1.0)
+        return np.sqrt(2.0 * clip**2 / (self.rho_of(target, rho) * sizes**2))
+
+    def epsilon_of(
+        self, multipliers: np.ndarray, target: Target, *, accountant: Accountant
+    ) -> np.ndarray:
+        """ε of one ρ-zCDP release at δ_r, ρ = 1/(2z²) (Bun & Steinke 2016, Prop. 1.3)."""
+        del accountant
+        rho = 1.0 / (2.0 * np.asarray(multipliers, float) ** 2)
+        return rho + 2.0 * np.sqrt(rho * np.log(1.0 / target.delta_round))
+
+
 @registry.register("calibration", "accountant")
 class AccountantCurve:
     """The smallest z whose T releases meet (ε, δ) on the client's accountant's own curve.

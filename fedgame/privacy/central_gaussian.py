@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt
 
 import fedgame.registry as registry
 from fedgame import reads
@@ -16,6 +17,7 @@ from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
 from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows
+from fedgame.privacy.settings import ReleaseSettings, fixed_participations
 from fedgame.registry import Example, register
 from fedgame.scenario.planning import planned_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext, column_of, ids_of
@@ -37,6 +39,13 @@ def max_weight_share(weights: np.ndarray, *, num_received: int) -> float:
         return 1.0
     heaviest, rest = w[-1], w[:-1]
     return float(heaviest / (heaviest + rest[: num_received - 1].sum()))
+
+
+@dataclass(frozen=True)
+class CentralPlan(PrivacyPlan):
+    """A central round's plan: the aggregation weights of the planned clients."""
+
+    weights: np.ndarray = field(default_factory=lambda: np.ones(0))
 
 
 @register("privacy", "central_gaussian", reads=reads.CHARGES)
@@ -61,11 +70,17 @@ class CentralGaussian:
     example = Example({"noise_multiplier": 0.3})
     round_columns = ("central_noise_std",)
 
-    class Config(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Config(ReleaseSettings):
+        """The shared release knobs (:mod:`fedgame.privacy.settings`) of a user-level update
+        clipped before aggregation, and the fixed multiplier."""
+
         clip: PositiveFloat = Field(
             1.0, description="L2 norm C each update is clipped to before aggregation"
         )
+        adjacency: Literal["add_remove"] = Field(
+            "add_remove", description="add_remove: one client's update added or removed"
+        )
+        level: Literal["update"] = Field("update", description="update: user-level DP")
         noise_multiplier: PositiveFloat | None = Field(
             None,
             description=(
@@ -73,8 +88,12 @@ class CentralGaussian:
                 " T releases)"
             ),
         )
-        participations: PositiveInt | None = Field(
-            None, description="planned releases T (default: rounds x expected selected fraction)"
+        participations: Literal["scenario"] | PositiveInt = Field(
+            "scenario",
+            description=(
+                "planned releases T: scenario (rounds x expected selected fraction) or a fixed "
+                "integer"
+            ),
         )
         accountant: str = Field(
             "rdp",
@@ -84,10 +103,10 @@ class CentralGaussian:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.accountant = make_accountant(config.accountant)
-        self.planned = config.participations or 1
+        #: z of every release: fixed, or solved once in ``prepare`` (set-up state)
         self.z = config.noise_multiplier or math.nan
         self.weights_of: Any = None
-        self._weights = np.ones(0)
+        #: the std of the noise ``finalise`` added this round, reported once by round_metrics
         self._last_std = math.nan
 
     @staticmethod
@@ -105,7 +124,8 @@ class CentralGaussian:
             check_reachable(
                 config.accountant,
                 scenario,
-                releases=config.participations or planned_participations(scenario),
+                releases=fixed_participations(config.participations)
+                or planned_participations(scenario),
                 template=Charge("gaussian"),
                 key=key,
             )
@@ -113,13 +133,8 @@ class CentralGaussian:
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        self.planned = self.config.participations or participations
-        if self.config.noise_multiplier is None:
-            strictest: dict[float, float] = {}  # z falls in ε: per δ, the smallest ε decides
-            for e, d in zip(np.asarray(epsilon_total).tolist(), np.asarray(delta_total).tolist()):
-                strictest[d] = min(e, strictest.get(d, math.inf))
-            self.z = max(self.solve_z(e, d) for d, e in strictest.items())
-        return epsilon_total / self.planned, delta_total / self.planned
+        t = fixed_participations(self.config.participations) or participations
+        return epsilon_total / t, delta_total / t
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
@@ -127,29 +142,39 @@ class CentralGaussian:
         self.weights_of = (
             aggregator.weights if isinstance(aggregator, WeightedSumAggregator) else None
         )
+        if self.config.noise_multiplier is None and ctx.clients:
+            fixed = fixed_participations(self.config.participations)
+            planned = fixed or ctx.planned_participations
+            self.z = self.strictest_z(ctx.clients, releases=planned)
 
-    def solve_z(self, epsilon: float, delta: float) -> float:
-        """Multiplier meeting (ε, δ) over the planned participations (strictest client wins)."""
-        template = Charge("gaussian", delta=delta / self.planned)
+    def strictest_z(self, clients: Sequence[ClientView], *, releases: int) -> float:
+        """The multiplier meeting every client's (ε, δ) over ``releases`` (z falls in ε: per
+        δ, the smallest ε decides; the largest of those z wins)."""
+        strictest: dict[float, float] = {}
+        for c in clients:
+            strictest[c.delta] = min(c.epsilon_total, strictest.get(c.delta, math.inf))
+        return max(self.solve_z(e, d, releases=releases) for d, e in strictest.items())
+
+    def solve_z(self, epsilon: float, delta: float, *, releases: int) -> float:
+        """Multiplier meeting (ε, δ) over ``releases`` planned participations."""
+        template = Charge("gaussian", delta=delta / releases)
         return self.accountant.calibrate(
-            epsilon=epsilon, delta=delta, releases=self.planned, template=template
+            epsilon=epsilon, delta=delta, releases=releases, template=template
         )
 
     def next_charges(self, clients: Sequence[ClientView]) -> Charges:
-        if math.isnan(self.z) and len(clients):  # used before the population was sampled
-            self.z = max(self.solve_z(c.epsilon_total, c.delta) for c in clients)
         return Charges("gaussian", noise_multiplier=self.z, delta=column_of(clients, "delta_round"))
 
     def plan(
         self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
     ) -> PrivacyPlan:
         w = self.weights_of(clients) if self.weights_of is not None else np.ones(len(clients))
-        self._weights = np.asarray(w, dtype=float)
-        return PrivacyPlan(
+        return CentralPlan(
             tuple(ids_of(clients).tolist()),
             self.next_charges(clients),
             np.zeros(len(clients)),
             clip=self.config.clip,
+            weights=np.asarray(w, dtype=float),
         )
 
     def privatise(
@@ -169,7 +194,8 @@ class CentralGaussian:
         """Add N(0, (z C s)^2 I) to the aggregate, s = :func:`max_weight_share`."""
         import torch
 
-        share = max_weight_share(self._weights, num_received=num_received)
+        assert isinstance(plan, CentralPlan)
+        share = max_weight_share(plan.weights, num_received=num_received)
         self._last_std = self.z * self.config.clip * share
         noise = torch.randn(
             delta.shape, generator=generator, device=delta.device, dtype=delta.dtype

@@ -17,28 +17,22 @@ NbAFL-style record-level Δ = 2·clip/|D_min| (Wei et al. 2020, used by paper 00
 treats the clipped local model like a regularised ERM solution, not a proof for local SGD.
 One calibration constant for every scheme compared (``calibration``, note 004 §5).
 
-Tables: rounds gain ``colluders`` (colluders among the round's selected clients),
-``residual_noise_var`` (per-coordinate noise variance left in the equal-weight average of
-the received uploads) and ``update_norm`` (L2 norm of the mean of the selected clients'
-clipped updates, before noise: the signal that noise is measured against); clients gain
-``effective_noise_var`` (per-coordinate variance of the noise on its contribution that the
-server plus the colluders cannot remove; 0 for a colluder, NaN when not selected).
+Tables: paper 004's noise columns (:mod:`fedgame.privacy.noise_report`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, NonNegativeInt, PositiveInt
 
 import fedgame.registry as registry
 from fedgame.errors import ScenarioError
-from fedgame.mechanisms.base import FaultDraw
 from fedgame.privacy.accountants import check_describes, make_accountant
-from fedgame.privacy.base import Charges, PrivacyPlan, clip_rows
+from fedgame.privacy.base import Charges, PrivacyPlan
 from fedgame.privacy.calibrations import (
     Release,
     check_calibration,
@@ -46,11 +40,9 @@ from fedgame.privacy.calibrations import (
     per_release_target,
 )
 from fedgame.privacy.gaussian_core import check_classic
+from fedgame.privacy.noise_report import ReportsNoise
 from fedgame.privacy.settings import PrivacySettings, fixed_participations
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
-
-if TYPE_CHECKING:
-    import torch
 
 
 class PerRoundConfig(PrivacySettings):
@@ -131,15 +123,13 @@ def check_equal_weights(scenario: Any, *, why: str) -> None:
         raise ScenarioError("aggregation", kind, f"must be 'mean' with this privacy: {why}")
 
 
-class PerRoundGaussian:
-    """Common plumbing: budget split, charges, fault lookup and the metric columns."""
+class PerRoundGaussian(ReportsNoise):
+    """Common plumbing: budget split, charges, and the round's noise for the metric columns."""
 
     placement = "distributed"
     noise = "gaussian"
     #: one noise design for every selected client: a level chosen per client is not followed
     follows: frozenset[str] = frozenset()
-    round_columns: tuple[str, ...] = ("colluders", "residual_noise_var", "update_norm")
-    client_columns: tuple[str, ...] = ("effective_noise_var",)
 
     def __init__(self, config: PerRoundConfig) -> None:
         self.config = config
@@ -148,13 +138,6 @@ class PerRoundGaussian:
         self.calibration = make_calibration(config.calibration, config)
         self.graph: Any = None
         self.faults: Any = None
-        self.colluder = np.zeros(0, dtype=bool)
-        self._round = -1
-        self._draw: FaultDraw | None = None
-        self._draw_round = -2
-        self._ids: tuple[int, ...] = ()
-        self._metrics: tuple[dict[str, float], dict[str, dict[int, float]]] = ({}, {})
-        self._update_norm: Any = None  # a 0-d tensor, read when the round is reported
 
     @staticmethod
     def check_scenario(config: Any, scenario: Any, *, key: str) -> None:
@@ -176,7 +159,7 @@ class PerRoundGaussian:
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         self.graph = ctx.graph
         self.faults = ctx.faults
-        self.colluder = np.array([c.colluder for c in ctx.clients], dtype=bool)
+        self.prepare_report(ctx)
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
@@ -196,9 +179,7 @@ class PerRoundGaussian:
 
     def round_sensitivity(self, clients: Sequence[ClientView]) -> float:
         """Δ for this round's selected clients (see the module docstring)."""
-        if self.config.level == "update":
-            return self.sensitivity
-        return 2.0 * self.config.clip / max(min(c.dataset_size for c in clients), 1)
+        return nbafl_sensitivity(self.config, clients, base=self.sensitivity)
 
     @staticmethod
     def round_budget(
@@ -219,70 +200,21 @@ class PerRoundGaussian:
         delta: np.ndarray,
         sigma: np.ndarray,
         info: RoundInfo,
+        kind: type[PrivacyPlan] = PrivacyPlan,
+        **design: Any,
     ) -> PrivacyPlan:
-        """Remember the round's selection and build the plan with one charge per client:
-        a Gaussian release of noise multiplier ``multipliers`` at δ share ``delta``."""
-        self._round, self._ids = info.round, tuple(c.client_id for c in clients)
-        self._metrics = ({}, {})
-        self._update_norm = None
+        """The round's plan (a ``kind``, with its ``design`` fields), one charge per client (a
+        Gaussian release of noise multiplier ``multipliers`` at δ share ``delta``), kept as
+        the round's noise for the metric columns."""
+        ids = tuple(c.client_id for c in clients)
         charges = Charges("gaussian", noise_multiplier=multipliers, delta=delta)
-        return PrivacyPlan(self._ids, charges, np.asarray(sigma, float), self.config.clip)
+        plan = kind(ids, charges, np.asarray(sigma, float), self.config.clip, **design)
+        return self.start_round(plan, info=info)
 
-    def clip_updates(self, updates: torch.Tensor) -> torch.Tensor:
-        """Each row clipped to L2 norm ``clip`` (:func:`~fedgame.privacy.base.clip_rows`);
-        remembers the norm of their mean for the round's ``update_norm``."""
-        clipped = clip_rows(updates, self.config.clip)
-        self._update_norm = clipped.mean(dim=0).norm()
-        return clipped
 
-    def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None:
-        """The round's faults, handed over once the uploads are over (``ObservesFaults``)."""
-        self._draw, self._draw_round = draw, info.round
-
-    def stragglers(self) -> np.ndarray | None:
-        """Mask over the round's selected clients of those whose upload is lost, if known."""
-        if self._draw is None or self._draw_round != self._round:
-            return None
-        return np.asarray(self._draw.straggler, dtype=bool)[list(self._ids)]
-
-    def failed_edges(self) -> set[tuple[int, int]]:
-        """Client-client links down this round (known once uploads are over)."""
-        if self._draw is None or self._draw_round != self._round:
-            return set()
-        return set(self._draw.failed_edges)
-
-    def selected_colluders(self) -> np.ndarray:
-        return (
-            self.colluder[list(self._ids)] if self.colluder.size else np.zeros(len(self._ids), bool)
-        )
-
-    def residual_and_effective(self, late: np.ndarray) -> tuple[float, np.ndarray]:
-        """(residual variance of the average, effective variance per selected client)."""
-        raise NotImplementedError
-
-    def _compute_metrics(self) -> None:
-        if self._metrics[0] or not self._ids:
-            return
-        late = self.stragglers()
-        coll = self.selected_colluders()
-        norm = math.nan if self._update_norm is None else float(self._update_norm)
-        rounds = {"colluders": float(coll.sum()), "residual_noise_var": math.nan}
-        rounds["update_norm"] = norm
-        clients: dict[str, dict[int, float]] = {}
-        if late is not None:
-            residual, effective = self.residual_and_effective(late)
-            rounds["residual_noise_var"] = residual
-            clients["effective_noise_var"] = dict(zip(self._ids, map(float, effective)))
-        self._metrics = (rounds, clients)
-
-    def round_metrics(self) -> dict[str, float]:
-        if self._draw_round != self._round:
-            return {}
-        self._compute_metrics()
-        return dict(self._metrics[0])
-
-    def client_metrics(self) -> dict[str, dict[int, float]]:
-        if self._draw_round != self._round:
-            return {}
-        self._compute_metrics()
-        return dict(self._metrics[1])
+def nbafl_sensitivity(config: Any, clients: Sequence[ClientView], *, base: float) -> float:
+    """Δ of a round: ``base`` (level update), or NbAFL's record-level 2C/|D_min| over the
+    round's selected clients (level sample; Wei et al. 2020, paper 004's lineage)."""
+    if config.level == "update":
+        return base
+    return 2.0 * config.clip / max(min(c.dataset_size for c in clients), 1)

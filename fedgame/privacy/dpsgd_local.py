@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
+from pydantic import Field, PositiveFloat
 
 from fedgame import reads
 from fedgame.privacy.accountants import check_describes, make_accountant
@@ -21,6 +21,7 @@ from fedgame.privacy.local_common import (
     participations_field,
     training_from,
 )
+from fedgame.privacy.settings import ReleaseSettings
 from fedgame.progress import report
 from fedgame.registry import Example, register
 from fedgame.scenario.planning import planned_participations
@@ -111,19 +112,20 @@ class LocalDpSgd(PerClientCharges):
     example = Example({"calibration": "paper"})
     client_columns = ("epsilon_closed_form",)
 
-    class Config(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Config(ReleaseSettings):
+        """The shared release knobs (:mod:`fedgame.privacy.settings`) at the per-sample level,
+        and this mechanism's own calibrations."""
+
         clip: PositiveFloat = Field(1.0, description="per-sample L2 clipping norm C")
+        level: Literal["sample"] = Field(
+            "sample", description="sample: every per-sample gradient is clipped (DP-SGD)"
+        )
         calibration: Literal["accountant", "paper"] = Field(
             "accountant",
             description=(
                 "accountant (noise solved under the accountant) or paper (paper 001 Eq. 6-7 as "
                 "written)"
             ),
-        )
-        adjacency: Literal["add_remove", "replace"] = Field(
-            "add_remove",
-            description="neighbouring datasets: add_remove (factor 1) or replace (factor 2)",
         )
         participations: Participations = participations_field()
         accountant: str = Field(
@@ -136,7 +138,6 @@ class LocalDpSgd(PerClientCharges):
         self.accountant = make_accountant(config.accountant)
         self.factor = adjacency_factor(config.adjacency)
         self.participation = ParticipationPlan(config.participations)
-        self.planned = self.participation.scenario
         self.training: Any = None
         self._z_cache: dict[tuple[Any, ...], float] = {}
         self._released: dict[int, tuple[int, float, float, float, float]] = {}
@@ -164,8 +165,8 @@ class LocalDpSgd(PerClientCharges):
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        self.planned = self.participation.set_scenario(participations)
-        return epsilon_total / self.planned, delta_total / self.planned
+        t = self.participation.set_scenario(participations)  # set-up: the scenario-wide T
+        return epsilon_total / t, delta_total / t
 
     def geometry(self, client: ClientView) -> tuple[float, int, int, int]:
         t = self.training

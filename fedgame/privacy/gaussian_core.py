@@ -1,8 +1,10 @@
 """The one local clip-and-noise core: clip to C, add N(0, σ_k² I), σ_k = z_k·Δ_k.
 
-``gaussian``, ``gaussian_local`` and ``ldp`` are presets of :class:`GaussianCore` (registered
-names whose ``Config`` only changes defaults of :class:`~fedgame.privacy.settings.PrivacySettings`
-and may add a column). Per client k and release:
+``gaussian``, ``gaussian_local``, ``zcdp_gaussian`` and ``ldp`` are presets of
+:class:`GaussianCore` (registered names whose ``Config`` changes defaults of
+:class:`~fedgame.privacy.settings.PrivacySettings` and which may add a column: ``ldp`` reads
+``level: sample`` as paper 004's NbAFL record level, ``nbafl_sample``). Per client k and
+release:
 
 * the budget: T_k planned releases and a share s_k of (ε_k, δ_k) from the participation plan
   (:class:`~fedgame.privacy.local_common.ParticipationPlan`); per release (ε_r, δ_r) =
@@ -10,8 +12,12 @@ and may add a column). Per client k and release:
 * the multiplier z_k from the configured calibration (:mod:`fedgame.privacy.calibrations`),
   or z_k = 1/sqrt(2ρ) when the response chose a zCDP budget ρ (:mod:`fedgame.privacy.levels`);
 * the sensitivity Δ_k by ``level`` (:mod:`fedgame.privacy.local_common`): factor·(C + Θ) for
-  the whole update, factor·η_t·(C + Θ)/D_k per sample (FedSGD), factor 2 for replace-one
-  adjacency, Θ the selection's stage-1 loss bound (0 without);
+  the whole update, factor·η_t·(C + Θ)/D_k per sample (FedSGD), factor·C/D_k at the record
+  level (paper 003), factor 2 for replace-one adjacency, Θ the selection's stage-1 loss bound
+  (0 without);
+* σ_k = z_k·Δ_k, or the σ a calibration's paper states itself (``StatesNoiseStd``: paper 003
+  Eq. 10 for ``qi_dpfl``, the same number up to the last bits, kept so the shipped QI-DPFL
+  tables stay bit-identical);
 * the release: a Gaussian of multiplier z_k at δ share δ_r, priced by the accountant.
 """
 
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -27,6 +33,7 @@ from fedgame.errors import ScenarioError
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
 from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows, gaussian_noise
+from fedgame.privacy.calibration_base import StatesNoiseStd
 from fedgame.privacy.calibrations import (
     Release,
     Target,
@@ -75,6 +82,29 @@ def check_classic(
         )
 
 
+def check_release(config: PrivacySettings, scenario: Any, *, key: str, per_sample: bool) -> None:
+    """The accountant and calibration describe the local Gaussian release; a tail bound stays
+    in its proven range; per-sample clipping has FedSGD; an accountant target is reachable."""
+    account = accountant_name(config)
+    check_describes(account, "gaussian", key=f"{key}.accountant")
+    release = Release("gaussian", "local", config.level)
+    check_calibration(config.calibration, release, kind=scenario.privacy.kind, key=key)
+    fixed = fixed_participations(config.participations)
+    check_classic(
+        config.calibration, config.allow_loose_classic, scenario, participations=fixed, key=key
+    )
+    if per_sample:
+        check_sample_level(scenario, key=key, norm="l2")
+    if config.calibration == "accountant":
+        check_reachable(
+            account,
+            scenario,
+            releases=fixed or planned_participations(scenario),
+            template=Charge("gaussian"),
+            key=key,
+        )
+
+
 def accountant_name(config: PrivacySettings) -> str:
     """The configured accountant, else ``basic`` for per-release calibrations, else ``rdp``."""
     if config.accountant is not None:
@@ -91,6 +121,9 @@ class GaussianCore(ReleaseSensitivity):
     Config = PrivacySettings
     #: the registered name (set by each preset) that validation messages name
     kind = "gaussian_local"
+    #: ``level: sample`` means paper 004's NbAFL record level (the whole update clipped,
+    #: Δ = 2C/|D_min| of the round's selected clients; ``ldp``), not per-sample clipping
+    nbafl_sample: ClassVar[bool] = False
 
     def __init__(self, config: PrivacySettings) -> None:
         self.config = config
@@ -98,40 +131,27 @@ class GaussianCore(ReleaseSensitivity):
         self.calibration = make_calibration(config.calibration, config)
         self.factor = adjacency_factor(config.adjacency)
         self.participation = ParticipationPlan(config.participations)
-        self.planned = self.participation.scenario
         self.training: Any = None
 
     @staticmethod
     def check_scenario(config: PrivacySettings, scenario: Any, *, key: str) -> None:
-        account = accountant_name(config)
-        check_describes(account, "gaussian", key=f"{key}.accountant")
-        release = Release("gaussian", "local", config.level)
-        check_calibration(config.calibration, release, kind=scenario.privacy.kind, key=key)
-        fixed = fixed_participations(config.participations)
-        check_classic(
-            config.calibration, config.allow_loose_classic, scenario, participations=fixed, key=key
-        )
-        if config.level == "sample":
-            check_sample_level(scenario, key=key, norm="l2")
-        if config.calibration == "accountant":
-            check_reachable(
-                account,
-                scenario,
-                releases=fixed or planned_participations(scenario),
-                template=Charge("gaussian"),
-                key=key,
-            )
+        check_release(config, scenario, key=key, per_sample=config.level == "sample")
+
+    @property
+    def per_sample(self) -> bool:
+        """Whether the learner clips each per-sample gradient (``level: sample``, FedSGD)."""
+        return self.config.level == "sample" and not self.nbafl_sample
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         del rng
-        self.training = training_from(ctx) if self.config.level == "sample" else None
+        self.training = training_from(ctx) if self.per_sample else None
         self.participation.bind(ctx.selection)
 
     def epsilon_per_round(
         self, epsilon_total: np.ndarray, delta_total: np.ndarray, *, participations: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        self.planned = self.participation.set_scenario(participations)
-        return epsilon_total / self.planned, delta_total / self.planned
+        t = self.participation.set_scenario(participations)  # set-up: the scenario-wide T
+        return epsilon_total / t, delta_total / t
 
     def target(self, clients: Sequence[ClientView], asked: np.ndarray | None = None) -> Target:
         """Each client's release budget (ε_r, δ_r) and run budget (s·ε, s·δ over T).
@@ -184,10 +204,11 @@ class GaussianCore(ReleaseSensitivity):
             ids = ids_of(clients)[rows].tolist()
             return np.array([self.participation.floored(i, zk) for i, zk in zip(ids, z)])
 
-        z = following_rho(chosen_rho(responses), planned)
+        rho = chosen_rho(responses)
+        z = following_rho(rho, planned)
         charges = Charges("gaussian", noise_multiplier=z, delta=target.delta_round)
-        sigma = z * self.sensitivities(clients, round_index=info.round - 1)
-        sample = self.config.level == "sample"
+        sigma = self.noise_std(z, target, clients, rho=rho, round_index=info.round - 1)
+        sample = self.per_sample
         return PrivacyPlan(
             tuple(ids_of(clients).tolist()),
             charges,
@@ -195,6 +216,24 @@ class GaussianCore(ReleaseSensitivity):
             clip=None if sample else self.config.clip,
             per_sample_clip=self.config.clip if sample else None,
         )
+
+    def noise_std(
+        self,
+        z: np.ndarray,
+        target: Target,
+        clients: Sequence[ClientView],
+        *,
+        rho: np.ndarray,
+        round_index: int,
+    ) -> np.ndarray:
+        """σ_k = z_k·Δ_k, or the σ the calibration's paper states itself (``StatesNoiseStd``,
+        e.g. ``qi_dpfl``'s Eq. 10), which is z_k·Δ_k of the release it describes."""
+        if isinstance(self.calibration, StatesNoiseStd):
+            sizes = column_of(clients, "dataset_size")
+            return self.calibration.noise_std(
+                target, rho=rho, clip=self.config.clip, dataset_sizes=sizes
+            )
+        return z * self.sensitivities(clients, round_index=round_index)
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator

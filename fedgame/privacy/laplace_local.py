@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
+from pydantic import Field, PositiveFloat
 
 from fedgame import reads
 from fedgame.privacy.accountants import check_describes, make_accountant
@@ -23,6 +23,7 @@ from fedgame.privacy.local_common import (
     participations_field,
     training_from,
 )
+from fedgame.privacy.settings import ReleaseSettings
 from fedgame.registry import Example, register
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
 
@@ -71,20 +72,15 @@ class LocalLaplace(ReleaseSensitivity, PerClientCharges):
     follows = frozenset({"epsilon", "rho"})
     example = Example({"participations": 1})
 
-    class Config(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Config(ReleaseSettings):
+        """The shared release knobs (:mod:`fedgame.privacy.settings`), L1 and the papers'
+        defaults: replace-one adjacency, per-client plans."""
+
         clip: PositiveFloat = Field(
             1.0,
             description=(
                 "L1 clipping norm C of each update (level update) or per-sample gradient (level "
                 "sample)"
-            ),
-        )
-        level: Literal["update", "sample"] = Field(
-            "update",
-            description=(
-                "update (clip and noise the whole update) or sample (FedSGD, per-sample L1 "
-                "clipping)"
             ),
         )
         adjacency: Literal["add_remove", "replace"] = Field(

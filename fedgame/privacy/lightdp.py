@@ -21,6 +21,7 @@ uploads are a post-processing of local-DP uploads).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,6 +39,7 @@ from fedgame.privacy.distributed import (
     check_bounds,
     check_equal_weights,
 )
+from fedgame.privacy.noise_report import RoundNoise
 from fedgame.registry import Example, register
 from fedgame.views import ClientView, Response, RoundInfo
 
@@ -108,6 +110,26 @@ def pairwise_noise(
     return out
 
 
+_NO_PAIRS = np.zeros(0, np.int64)
+
+
+@dataclass(frozen=True)
+class PairwisePlan(PrivacyPlan):
+    """A LightDP round's plan: the noise design and the graph edges among the selected
+    clients (row positions, lower id first) whose pairwise terms ``privatise`` draws."""
+
+    design: ld.LightDPNoise | None = None
+    pairs: tuple[np.ndarray, np.ndarray] = (_NO_PAIRS, _NO_PAIRS)
+
+    def adjacency(self) -> np.ndarray:
+        """[K, K] mask of the pairs (symmetric)."""
+        k = len(self.client_ids)
+        adj = np.zeros((k, k), dtype=bool)
+        lo, hi = self.pairs
+        adj[lo, hi] = adj[hi, lo] = True
+        return adj
+
+
 @register("privacy", "lightdp", reads=(*reads.DISTRIBUTED, reads.GRAPH))
 class LightDP(PerRoundGaussian):
     """LightDP-FL: pairwise-cancelling + individual Gaussian noise (paper 004, eq. 7)."""
@@ -127,12 +149,6 @@ class LightDP(PerRoundGaussian):
         )
 
     config: Config
-
-    def __init__(self, config: Config) -> None:
-        super().__init__(config)
-        self.design: ld.LightDPNoise | None = None
-        self._pairs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        self._complete = True
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
@@ -179,12 +195,10 @@ class LightDP(PerRoundGaussian):
         z_d = float(self.multipliers(np.array([eps_d]), np.array([delta_d]))[0])
         d = _design(k, c_bar, pmf, eps_d, delta_d, sens, eps_d * z_d)
         sub = self.graph.subgraph(ids) if self.graph is not None else nx.complete_graph(ids)
-        self._complete = sub.number_of_edges() == k * (k - 1) // 2
-        if not self._complete and cfg.incomplete_graph == "ldp_floor":
+        complete = sub.number_of_edges() == k * (k - 1) // 2
+        if not complete and cfg.incomplete_graph == "ldp_floor":
             floor = z_d * sens
             d = ld.LightDPNoise(d.sigma_pairwise, max(d.sigma_individual, floor), d.gamma0)
-        self.design = d
-        self._pairs = pair_arrays(sub, ids)
         sigma = np.full(k, d.sigma_individual)
         eps_k, delta_k = np.full(k, eps_d), np.full(k, delta_d)
         return self.make_plan(
@@ -193,6 +207,9 @@ class LightDP(PerRoundGaussian):
             delta=delta_k,
             sigma=sigma,
             info=info,
+            kind=PairwisePlan,
+            design=d,
+            pairs=pair_arrays(sub, ids),
         )
 
     def privatise(
@@ -200,36 +217,31 @@ class LightDP(PerRoundGaussian):
     ) -> torch.Tensor:
         import torch
 
-        assert self.design is not None
-        clipped = self.clip_updates(updates)
+        assert isinstance(plan, PairwisePlan) and plan.design is not None
+        design = plan.design
+        clipped = self.clip_updates(updates, self.config.clip)
         k, p = updates.shape
         individual = (
             torch.randn((k, p), generator=generator, device=updates.device, dtype=updates.dtype)
-            * self.design.sigma_individual
+            * design.sigma_individual
         )
-        lo, hi = self._pairs
+        lo, hi = plan.pairs
         pair = pairwise_noise(
             lo,
             hi,
             rows=k,
             cols=p,
-            sigma=self.design.sigma_pairwise,
+            sigma=design.sigma_pairwise,
             like=updates,
             generator=generator,
         )
         return clipped + individual + pair
 
-    def adjacency(self) -> np.ndarray:
-        k = len(self._ids)
-        adj = np.zeros((k, k), dtype=bool)
-        lo, hi = self._pairs
-        adj[lo, hi] = adj[hi, lo] = True
-        return adj
-
-    def residual_and_effective(self, late: np.ndarray) -> tuple[float, np.ndarray]:
-        assert self.design is not None
-        k2, u2 = self.design.sigma_pairwise, self.design.sigma_individual
-        adj, k = self.adjacency(), len(self._ids)
+    def residual_and_effective(self, noise: RoundNoise, late: np.ndarray) -> tuple[float, Any]:
+        plan = noise.plan
+        assert isinstance(plan, PairwisePlan) and plan.design is not None
+        k2, u2 = plan.design.sigma_pairwise, plan.design.sigma_individual
+        adj, k = plan.adjacency(), len(noise.ids)
         residual = float("nan")
         if (~late).any():
             residual = ld.topology_residual_variance(
@@ -242,7 +254,7 @@ class LightDP(PerRoundGaussian):
         effective = ld.topology_colluder_residual_variance(
             adj,
             n_clients=k,
-            colluders=np.flatnonzero(self.selected_colluders()),
+            colluders=np.flatnonzero(noise.colluders),
             sigma_pairwise=k2,
             sigma_individual=u2,
         )

@@ -56,11 +56,14 @@ def release_sensitivities(
 
     ``level="update"``: ``factor (C + Θ)``; ``level="sample"``: ``factor η (C + Θ) / D_n``,
     paper 000 Eq. 13 (``factor=2``: ``calibrate.bcs_sensitivity``). ``loss_bound=0`` gives
-    the plain Lemma 1/2 bound.
+    the plain Lemma 1/2 bound. ``level="record"``: ``factor C / D_n`` for a whole update
+    clipped to C, the record-level heuristic of paper 003 Corollary 1 (2C/|D_i|).
     """
     bound = clip + loss_bound
     if level == "update":
         return np.full(len(dataset_sizes), factor * bound)
+    if level == "record":
+        return sample_sensitivity(clip=bound, lr=1.0, dataset_sizes=dataset_sizes, factor=factor)
     return sample_sensitivity(clip=bound, lr=lr, dataset_sizes=dataset_sizes, factor=factor)
 
 

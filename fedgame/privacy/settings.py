@@ -1,7 +1,9 @@
 """The privacy section's shared knobs: one config for every calibrated Gaussian mechanism.
 
-``gaussian``, ``gaussian_local``, ``ldp``, ``lightdp``, ``smpc_dp`` and ``ideal_smpc`` read the
-same keys with the same meaning: ``clip`` (the L2 norm C each update, or per-sample gradient, is
+``gaussian``, ``gaussian_local``, ``zcdp_gaussian``, ``ldp``, ``lightdp``, ``smpc_dp`` and
+``ideal_smpc`` read the same keys with the same meaning (``level: sample`` excepted: the
+paper-004 mechanisms read it as NbAFL's record level 2C/|D_min|, ``zcdp_gaussian`` has its own
+``record`` level): ``clip`` (the L2 norm C each update, or per-sample gradient, is
 clipped to), ``adjacency`` (add/remove-one: factor 1; replace-one: factor 2), ``level`` (what is
 clipped and so what the sensitivity is about: the whole ``update``, or each ``sample``),
 ``participations`` (the planned releases T each client's budget is split over),
@@ -9,7 +11,9 @@ clipped and so what the sensitivity is about: the whole ``update``, or each ``sa
 ``allow_loose_classic`` (let a tail-bound calibration run past its proven range, ε < 1) and
 ``accountant`` (the accountant plug-in that prices every release); ``c2`` and ``bcs_split``
 are the knobs of calibration ``dpfl_bcs``. A mechanism subclasses
-:class:`PrivacySettings` to change a default or add its own knobs.
+:class:`PrivacySettings` to change a default or add its own knobs. Mechanisms without a
+registered calibration (``laplace_local``, ``dpsgd_local``, ``central_gaussian``) subclass
+:class:`ReleaseSettings`, the clip/adjacency/level/participations/accountant part.
 
 ``sensitivity`` is the old name of ``level`` in ``ldp``, ``lightdp``, ``smpc_dp`` and
 ``ideal_smpc``: it still works for one release and prints one deprecation line.
@@ -43,8 +47,9 @@ def fixed_participations(value: Participations) -> int | None:
     return value if isinstance(value, int) else None
 
 
-class PrivacySettings(BaseModel):
-    """Knobs shared by the calibrated Gaussian mechanisms (see the module docstring)."""
+class ReleaseSettings(BaseModel):
+    """Knobs of every clipped release: ``clip``, ``adjacency``, ``level``, ``participations``,
+    ``accountant`` (``laplace_local``, ``dpsgd_local`` and ``central_gaussian`` read these)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     clip: PositiveFloat = Field(
@@ -70,34 +75,9 @@ class PrivacySettings(BaseModel):
             "scenario) or a fixed integer"
         ),
     )
-    calibration: CalibrationName = Field(
-        "analytic",
-        description=(
-            "how the noise multiplier is chosen (fedgame list calibration): analytic (exact, "
-            "any epsilon), classic, lightdp, dpfl_bcs or accountant"
-        ),
-    )
-    allow_loose_classic: bool = Field(
-        False,
-        description=(
-            "allow a tail-bound calibration (classic, lightdp) where a per-round epsilon "
-            "reaches 1 (not a proven guarantee)"
-        ),
-    )
     accountant: str | None = Field(
         "basic",
         description="accountant plug-in that prices every release (fedgame list accountant)",
-    )
-    c2: PositiveFloat = Field(
-        1.0,
-        description=(
-            "calibration dpfl_bcs: the constant c2 of paper 000's analysis calibration (never "
-            "given by the paper)"
-        ),
-    )
-    bcs_split: Literal["analysis", "per_round"] = Field(
-        "analysis",
-        description="calibration dpfl_bcs: analysis (Thm 2) or per_round (Alg. 2's linear split)",
     )
 
     @model_validator(mode="before")
@@ -117,3 +97,33 @@ class PrivacySettings(BaseModel):
         if data.get("participations", "scenario") is None:  # the old spelling of "scenario"
             data = {**data, "participations": "scenario"}
         return data
+
+
+class PrivacySettings(ReleaseSettings):
+    """Knobs shared by the calibrated Gaussian mechanisms (see the module docstring)."""
+
+    calibration: CalibrationName = Field(
+        "analytic",
+        description=(
+            "how the noise multiplier is chosen (fedgame list calibration): analytic (exact, "
+            "any epsilon), classic, lightdp, dpfl_bcs or accountant"
+        ),
+    )
+    allow_loose_classic: bool = Field(
+        False,
+        description=(
+            "allow a tail-bound calibration (classic, lightdp) where a per-round epsilon "
+            "reaches 1 (not a proven guarantee)"
+        ),
+    )
+    c2: PositiveFloat = Field(
+        1.0,
+        description=(
+            "calibration dpfl_bcs: the constant c2 of paper 000's analysis calibration (never "
+            "given by the paper)"
+        ),
+    )
+    bcs_split: Literal["analysis", "per_round"] = Field(
+        "analysis",
+        description="calibration dpfl_bcs: analysis (Thm 2) or per_round (Alg. 2's linear split)",
+    )

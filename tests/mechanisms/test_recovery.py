@@ -64,3 +64,13 @@ def test_secure_aggregation_follows_its_recovery_policy(recovery):
 class _View:
     def __init__(self, cid: int) -> None:
         self.client_id, self.dataset_size = cid, 10
+
+
+def test_p2p_threshold_tolerates_exactly_s_bar_missing_uploads():
+    """Note 004 §5.2: K − S̄ uploads suffice; one more straggler than S̄ times the round out."""
+    from fedgame.mechanisms.aggregation.recovery import p2p_threshold
+
+    need = p2p_threshold(len(IDS), 1)
+    assert need == 3 and p2p_threshold(2, 5) == 1
+    assert status("p2p", [True, False, True, True], threshold=need) == OK
+    assert status("p2p", [True, False, False, True], threshold=need) == TIMED_OUT

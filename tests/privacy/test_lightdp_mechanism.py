@@ -46,6 +46,11 @@ def plan_for(mech, n: int, rnd: int = 1, colluders: int = 0):
     return mech.plan(vs, [Response(v.client_id, True) for v in vs], info=RoundInfo(rnd, 5, n))
 
 
+def design(mech):
+    """The LightDP noise design of the mechanism's last planned round (its plan's)."""
+    return mech.round_noise.plan.design
+
+
 def noise_rows(mech, plan, n: int, p: int, seed: int = 0) -> torch.Tensor:
     zeros = torch.zeros(n, p, dtype=torch.float64)
     return mech.privatise(zeros, plan, generator=torch.Generator().manual_seed(seed))
@@ -66,7 +71,7 @@ def test_aggregate_variance_is_individual_only_without_stragglers():
     n, p = 50, 20000
     mech = prepared(LightDP, n, NoFaults(None), max_colluders=10, max_stragglers=10)
     plan = plan_for(mech, n)
-    d = mech.design
+    d = design(mech)
     assert d.gamma0 > 0.05  # pairwise noise is really there
     agg = noise_rows(mech, plan, n, p).mean(0)
     # max_stragglers=10 but NoFaults: g is the point mass at 0 -> mu = 0 design
@@ -79,7 +84,7 @@ def test_residual_with_stragglers_matches_eq9(s):
     faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=20))
     mech = prepared(LightDP, n, faults, max_colluders=10)
     plan = plan_for(mech, n)
-    d = mech.design
+    d = design(mech)
     rows = noise_rows(mech, plan, n, p, seed=s)
     late = np.zeros(n, bool)
     late[np.random.default_rng(s).choice(n, s, replace=False)] = True
@@ -97,18 +102,18 @@ def test_design_matches_example1_and_falls_back():
         LightDP, n, faults, max_colluders=10, calibration="lightdp", allow_loose_classic=True
     )
     plan_for(mech, n)
-    assert mech.design.gamma0 == pytest.approx(0.079656, abs=1e-6)
+    assert design(mech).gamma0 == pytest.approx(0.079656, abs=1e-6)
     c = ld.tail_constant(1e-5)
     # note 004 §4.4 worked values at eps = 3, delta = 1e-5, Delta = 1
-    assert mech.design.sigma_individual == pytest.approx(0.9477, abs=1e-4)
-    assert mech.design.sigma_pairwise == pytest.approx(0.2675, abs=1e-4)
+    assert design(mech).sigma_individual == pytest.approx(0.9477, abs=1e-4)
+    assert design(mech).sigma_pairwise == pytest.approx(0.2675, abs=1e-4)
     # mu >= N - C_bar - 1 (C_bar = 44, S_bar = 10): no positive root, plain local DP
     mech2 = prepared(
         LightDP, n, faults, max_colluders=44, calibration="lightdp", allow_loose_classic=True
     )
     plan_for(mech2, n)
-    assert mech2.design.gamma0 == 0.0
-    assert mech2.design.sigma_individual == pytest.approx(c / 3.0)
+    assert design(mech2).gamma0 == 0.0
+    assert design(mech2).sigma_individual == pytest.approx(c / 3.0)
 
 
 def test_effective_noise_counts_only_honest_partners():
@@ -117,7 +122,7 @@ def test_effective_noise_counts_only_honest_partners():
     plan_for(mech, n, colluders=5)
     mech.observe_faults(FaultDraw(np.ones(n, bool), np.zeros(n, bool)), info=RoundInfo(1, 5, n))
     eff = mech.client_metrics()["effective_noise_var"]
-    d = mech.design
+    d = design(mech)
     assert eff[0] == 0.0  # a colluder reveals everything
     assert eff[10] == pytest.approx((n - 5 - 1) * d.sigma_pairwise**2 + d.sigma_individual**2)
     assert mech.round_metrics()["colluders"] == 5
@@ -150,8 +155,8 @@ def test_default_analytic_calibration_scales_every_scheme_alike():
     plan_for(paper, n)
     plan = plan_for(exact, n)
     ratio = sigma_l / (ld.tail_constant(1e-5) / 3.0)
-    assert exact.design.gamma0 == pytest.approx(paper.design.gamma0)
-    assert exact.design.sigma_individual == pytest.approx(paper.design.sigma_individual * ratio)
+    assert design(exact).gamma0 == pytest.approx(design(paper).gamma0)
+    assert design(exact).sigma_individual == pytest.approx(design(paper).sigma_individual * ratio)
     # each release is described as the local-DP Gaussian it is worth: z = σ_L / Δ
     assert plan.charges[0].noise_multiplier == pytest.approx(sigma_l)
 
@@ -174,7 +179,7 @@ def test_smpc_round_fails_when_masks_cannot_be_recovered():
     late[:5] = True  # 5 > S_bar stragglers: too few uploads before the deadline
     smpc.observe_faults(FaultDraw(np.ones(n, bool), late), info=RoundInfo(1, 5, n))
     assert smpc.finalise(delta, plan, num_received=5, generator=gen) is None
-    assert smpc.status == 2
+    assert smpc.round_metrics()["smpc_status"] == 2
     ideal = prepared(IdealSmpc, n, faults, max_colluders=2)
     ideal_plan = plan_for(ideal, n)
     assert ideal.finalise(delta, ideal_plan, num_received=5, generator=gen) is not None
@@ -226,7 +231,7 @@ def test_smpc_dp_wraps_secure_aggregation_and_its_recovery_policy():
     sc["network"]["faults"]["edge_failure"] = 0.5
     out = simulate(validate(sc))
     assert out.rounds["aggregation_failed"].all()
-    assert (out.rounds["secure_status"] == 1).all() and out.rounds["smpc_status"].isna().all()
+    assert (out.rounds["secure_status"] == 1).all() and (out.rounds["smpc_status"] == -1).all()
     sc["privacy"]["kind"] = "ideal_smpc"
     sc["aggregation"] = {**SECURE, "recovery": "always"}
     assert not simulate(validate(sc)).rounds["aggregation_failed"].any()
@@ -316,8 +321,9 @@ def test_incomplete_graph_uses_ldp_floor():
         allow_loose_classic=True,
     )
     plan_for(mech, n)
-    assert mech.design.sigma_individual == pytest.approx(ld.tail_constant(1e-5) / 3.0)
-    assert mech.adjacency().sum() == 2 * n  # pairwise terms only on the ring's edges
+    assert design(mech).sigma_individual == pytest.approx(ld.tail_constant(1e-5) / 3.0)
+    # pairwise terms only on the ring's edges
+    assert mech.round_noise.plan.adjacency().sum() == 2 * n
 
 
 @pytest.mark.parametrize("cls", [LightDP, LocalDP, SmpcDP, IdealSmpc])

@@ -11,7 +11,15 @@ upload arrived; ``failed_edges`` are the client-client links down this round.
   every link to the other selected clients up (pair keys and shares travel over those links),
   whether or not an upload is missing.
 
-Status codes: 0 ok, 1 masks unrecoverable, 2 timed out.
+The threshold of ``p2p``: note 004 §5.2 sizes SMPC+DP's noise for at least K − C̄ − S̄ honest
+uploads, so the protocol it models must unmask with up to S̄ uploads missing: threshold
+K − S̄ (:func:`p2p_threshold`), the default of ``smpc_dp``'s own recovery model. The secure
+aggregator alone knows no straggler bound and defaults to every selected client (K); a
+scenario wrapping it with ``smpc_dp`` writes ``aggregation.threshold: K − S̄`` (as
+``analysis/lightdp.py`` does) to follow the note.
+
+Status codes: 0 ok, 1 masks unrecoverable, 2 timed out; a reporter that did not decide the
+round's sum writes -1 (``NOT_REPORTED``), so a status column is always an integer.
 """
 
 from __future__ import annotations
@@ -23,6 +31,13 @@ import numpy as np
 
 Recovery = Literal["always", "none", "p2p"]
 OK, UNRECOVERABLE, TIMED_OUT = 0, 1, 2
+#: a status column's value where its writer did not decide the round's sum
+NOT_REPORTED = -1
+
+
+def p2p_threshold(selected: int, max_stragglers: int) -> int:
+    """K − S̄ (at least 1): uploads a p2p sum needs when S̄ stragglers are tolerated."""
+    return max(selected - max_stragglers, 1)
 
 
 def recovery_status(
