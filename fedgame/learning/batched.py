@@ -1,10 +1,11 @@
 """The batched learner: every selected client of a round trains in one vectorised computation.
 
-Per-client parameters are rows of one ``[K, P]`` tensor. A step computes all K gradients at
-once: the K losses come from ``torch.func.vmap`` over ``functional_call`` (one module skeleton,
-never one module per client), and one ``torch.autograd.grad`` of their sum gives every
-client's gradient (client k's loss depends on row k alone, so d(sum)/d(theta_k) is its own
-gradient). Each client's minibatch is gathered from one shared on-device data tensor through
+Through the local steps each parameter is one ``[K, *shape]`` tensor (row k is client k's);
+the K updates are flattened once, to ``[K, P]``, at the end. A step computes all K gradients
+at once: the K losses come from ``torch.func.vmap`` over ``functional_call`` (one module
+skeleton, never one module per client), and one ``torch.autograd.grad`` of their sum with
+respect to the parameter tensors gives every client's gradient (client k's loss depends on
+row k alone, so d(sum)/d(theta_k) is its own gradient). Each client's minibatch is gathered from one shared on-device data tensor through
 the clients' sample indices, kept on the device as one flat array with offsets
 (:class:`~fedgame.data.shards.ClientShards`), so a million clients cost 4-8 bytes per sample
 index and nothing per round. Per-sample gradients (DP-SGD clipping) use ``vmap`` over
@@ -14,6 +15,7 @@ device; the only device-to-host transfers are the ones a round reports (losses, 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,8 +122,8 @@ class BatchedLearner:
         self._velocity: Tensor | None = None  # server momentum, after the first update
 
     # -- losses seen by torch.func -------------------------------------------------------
-    def _weighted_loss(self, flat: Tensor, x: Tensor, y: Tensor, w: Tensor) -> Tensor:
-        logits = functional_call(self.module, self.layout.unflatten(flat), (x,))
+    def _weighted_loss(self, params: dict[str, Tensor], x: Tensor, y: Tensor, w: Tensor) -> Tensor:
+        logits = functional_call(self.module, params, (x,))
         return (cross_entropy(logits, y) * w).sum()
 
     def _named_sample_loss(self, params: dict[str, Tensor], x: Tensor, y: Tensor) -> Tensor:
@@ -221,10 +223,9 @@ class BatchedLearner:
         k = len(client_ids)
         if batches is None:
             batches = self.sample_batches(client_ids, round_index=round_index, generator=generator)
-        theta = self._global.expand(k, -1).clone()
         losses = torch.zeros(k, dtype=self.dtype, device=self.device)
         if k == 0:
-            return LocalResult(theta, losses)
+            return LocalResult(self._global.expand(k, -1).clone(), losses)
         lr = self.settings.lr_at(round_index)
         wd = self.settings.weight_decay
         weights = batches.weights(self.dtype).to(self.device)
@@ -233,72 +234,97 @@ class BatchedLearner:
         steps = indices.shape[1]
         clip = per_sample_clip if per_sample_clip is not None else self.settings.per_sample_clip
         norm = clip_norm or self.settings.clip_norm
+        # one tensor [K, *shape] per parameter through the steps, flattened once at the end
+        # (elementwise the same arithmetic as on the flat [K, P] rows, so the same bits)
+        params = [
+            p.expand(k, *p.shape).clone() for p in self.layout.unflatten(self._global).values()
+        ]
         for s in range(steps):
-            g, loss = self._step_gradient(theta, indices[:, s], weights[:, s], clip, norm)
+            g, loss = self._step_gradient(params, indices[:, s], weights[:, s], clip, norm)
             if std is not None:
                 noise = torch.randn(
-                    theta.shape, generator=generator, device=self.device, dtype=self.dtype
+                    (k, self.num_params), generator=generator, device=self.device, dtype=self.dtype
                 )
-                g = g + std[:, None] * noise
+                scaled = std[:, None] * noise
+                g = [gi + ni for gi, ni in zip(g, self._split(scaled, k))]
             if wd:
-                g = g + wd * theta
-            theta = theta - lr * g
+                g = [gi + wd * pi for gi, pi in zip(g, params)]
+            params = [pi - lr * gi for pi, gi in zip(params, g)]
             losses += loss
+        theta = torch.cat([p.reshape(k, -1) for p in params], dim=1)
         return LocalResult(theta - self._global, losses / steps)
 
     # -- internals -----------------------------------------------------------------------
+    def _split(self, flat: Tensor, k: int) -> list[Tensor]:
+        """Views of the rows of ``flat`` (``[K, P]``) as one ``[K, *shape]`` per parameter."""
+        return [
+            flat[:, o : o + math.prod(shape)].reshape(k, *shape)
+            for shape, o in zip(self.layout.shapes, self.layout.offsets)
+        ]
+
     def _step_gradient(
-        self, theta: Tensor, idx: Tensor, w: Tensor, clip: float | None, norm: str
-    ) -> tuple[Tensor, Tensor]:
-        """Masked-mean gradient (per-sample clipped when ``clip``) and loss, ``[K, P]``, ``[K]``."""
+        self, params: list[Tensor], idx: Tensor, w: Tensor, clip: float | None, norm: str
+    ) -> tuple[list[Tensor], Tensor]:
+        """Masked-mean gradient (per-sample clipped when ``clip``), one ``[K, *shape]`` per
+        parameter, and the losses ``[K]``."""
         k, b = idx.shape
         width = self.num_params if clip is not None else max(1, self.x_train[0].numel())
         chunk = max(1, _CHUNK_ELEMENTS // (k * width))
-        g_sum = torch.zeros_like(theta)
+        g_sum: list[Tensor] | None = None
         loss_sum = torch.zeros(k, dtype=self.dtype, device=self.device)
         for lo in range(0, b, chunk):
             ic, wc = idx[:, lo : lo + chunk], w[:, lo : lo + chunk]
             x, y = self.x_train[ic], self.y_train[ic]
             if clip is None:
-                g, loss = self._mean_gradient(theta, x, y, wc)
+                g, loss = self._mean_gradient(params, x, y, wc)
             else:
-                g_each, loss_each = self._per_sample_gradients(theta, x, y)
+                g_each, loss_each = self._per_sample_gradients(params, x, y)
                 p = 2 if norm == "l2" else 1
                 scale = clip_scale(torch.linalg.vector_norm(g_each, ord=p, dim=-1), bound=clip)
-                g = torch.einsum("kb,kbp->kp", wc * scale, g_each)
+                g = self._split(torch.einsum("kb,kbp->kp", wc * scale, g_each), k)
                 loss = (loss_each * wc).sum(dim=-1)
-            g_sum += g
+            if g_sum is None:  # 0 + g is g (up to the sign of a zero, which no step reads)
+                g_sum = list(g)
+            else:
+                g_sum = [a + c for a, c in zip(g_sum, g)]
             loss_sum += loss
+        assert g_sum is not None  # b >= 1: at least one chunk
         return g_sum, loss_sum
 
     def _mean_gradient(
-        self, theta: Tensor, x: Tensor, y: Tensor, w: Tensor
-    ) -> tuple[Tensor, Tensor]:
-        """Each client's gradient of its weighted loss, ``[K, P]``, and the losses ``[K]``.
+        self, params: list[Tensor], x: Tensor, y: Tensor, w: Tensor
+    ) -> tuple[list[Tensor], Tensor]:
+        """Each client's gradient of its weighted loss, one ``[K, *shape]`` per parameter,
+        and the losses ``[K]``.
 
         One backward pass through the K losses' sum: client k's loss depends on row k of
-        ``theta`` only, so row k of the gradient of the sum is client k's own gradient.
+        each parameter only, so row k of the gradient of the sum is client k's own gradient.
+        The gradient is taken with respect to each parameter's own tensor (one taken with
+        respect to a flat ``[K, P]`` vector would scatter every slice into it, every step).
         """
         with torch.enable_grad():
-            leaf = theta.detach().requires_grad_(True)
-            losses = self._client_losses(leaf, x, y, w)
-            (g,) = torch.autograd.grad(losses.sum(), leaf)
-        return g, losses.detach()
+            leaves = [p.detach().requires_grad_(True) for p in params]
+            named = dict(zip(self.layout.names, leaves))
+            losses = self._client_losses(named, x, y, w)
+            grads = torch.autograd.grad(losses.sum(), leaves)
+        return list(grads), losses.detach()
 
-    def _per_sample_gradients(self, theta: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    def _per_sample_gradients(
+        self, params: list[Tensor], x: Tensor, y: Tensor
+    ) -> tuple[Tensor, Tensor]:
         """Per-sample gradients ``[K, B, P]`` and losses ``[K, B]`` (``vmap`` of ``grad``).
 
-        The gradient is taken with respect to the named parameters (views of ``theta``) and
-        concatenated once: a gradient with respect to the flat vector would scatter every
-        parameter's slice into its own ``[K, B, P]`` buffer (9 s against 1 s a round for
-        LeNet-5 on 20 clients of 60 samples).
+        The gradient is taken with respect to the named parameters and concatenated once: a
+        gradient with respect to the flat vector would scatter every parameter's slice into
+        its own ``[K, B, P]`` buffer (9 s against 1 s a round for LeNet-5 on 20 clients of
+        60 samples).
         """
         if self._sample_grads is None:
             from torch.func import grad_and_value  # imports torch._dynamo: only when needed
 
             inner = vmap(grad_and_value(self._named_sample_loss), in_dims=(None, 0, 0))
             self._sample_grads = vmap(inner)
-        grads, losses = self._sample_grads(self.layout.unflatten(theta), x, y)
+        grads, losses = self._sample_grads(dict(zip(self.layout.names, params)), x, y)
         k, b = losses.shape
         flat = torch.cat([grads[name].reshape(k, b, -1) for name in self.layout.names], dim=-1)
         return flat, losses
