@@ -5,12 +5,13 @@ the K updates are flattened once, to ``[K, P]``, at the end. A step computes all
 at once: the K losses come from ``torch.func.vmap`` over ``functional_call`` (one module
 skeleton, never one module per client), and one ``torch.autograd.grad`` of their sum with
 respect to the parameter tensors gives every client's gradient (client k's loss depends on
-row k alone, so d(sum)/d(theta_k) is its own gradient). Each client's minibatch is gathered from one shared on-device data tensor through
-the clients' sample indices, kept on the device as one flat array with offsets
-(:class:`~fedgame.data.shards.ClientShards`), so a million clients cost 4-8 bytes per sample
-index and nothing per round. Per-sample gradients (DP-SGD clipping) use ``vmap`` over
-``torch.func.grad_and_value``. Every tensor and generator of a round lives on the learner's
-device; the only device-to-host transfers are the ones a round reports (losses, accuracy).
+row k alone, so d(sum)/d(theta_k) is its own gradient). Each client's minibatch is gathered
+from one shared on-device data tensor through the clients' sample indices, kept on the device
+as one flat array with offsets (:class:`~fedgame.data.shards.ClientShards`), so a million
+clients cost 4-8 bytes per sample index and nothing per round. Per-sample gradients (DP-SGD
+clipping) use ``vmap`` over ``torch.func.grad_and_value``. Every tensor and generator of a
+round lives on the learner's device; the only device-to-host transfers are the ones a round
+reports (losses, accuracy).
 """
 
 from __future__ import annotations
