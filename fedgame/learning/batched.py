@@ -29,7 +29,7 @@ from torch.func import functional_call, vmap
 from fedgame.data.shards import as_shards
 from fedgame.errors import DivergenceError
 from fedgame.learning.device import device_name
-from fedgame.learning.evaluate import accuracy_and_loss, cross_entropy
+from fedgame.learning.evaluate import accuracy_and_loss, accuracy_and_loss_models, cross_entropy
 from fedgame.learning.models import ParamLayout
 from fedgame.learning.settings import TrainingSettings
 
@@ -222,12 +222,80 @@ class BatchedLearner:
         Returns:
             The K updates ``[K, P]`` and mean training losses ``[K]``.
         """
+        hooks = {"step_noise_std": step_noise_std, "per_sample_clip": per_sample_clip}
+        return self._local(
+            self._global, client_ids, round_index, generator, batches, clip_norm=clip_norm, **hooks
+        )
+
+    def train_models(
+        self,
+        models: Tensor,
+        model_of: Sequence[int] | np.ndarray | Tensor,
+        client_ids: Sequence[int] | np.ndarray,
+        *,
+        round_index: int,
+        generator: torch.Generator,
+        batches: Batches | None = None,
+        step_noise_std: Tensor | None = None,
+        per_sample_clip: float | None = None,
+        clip_norm: str | None = None,
+    ) -> LocalResult:
+        """Local training of ``client_ids`` from several global models, all at once.
+
+        ``models`` is ``[G, P]`` (G models of this learner's architecture); client
+        ``client_ids[i]`` starts from ``models[model_of[i]]``, and its update is taken from that
+        model: ``theta_i - models[model_of[i]]``. Rows never mix (client i's loss depends on
+        its own row only), so each client's update is the one a learner holding its model as
+        the global one computes from the same batches; with ``step_noise_std`` the noise of
+        all K clients is drawn at once from ``generator`` (``[K, P]`` a step). The G models
+        share this learner's data and training settings (steps, learning rate, clipping).
+        The other arguments are :meth:`train`'s.
+        """
+        starts = torch.as_tensor(models).to(self.device, self.dtype)
+        if starts.ndim != 2 or starts.shape[1] != self.num_params:
+            raise ValueError(f"models must be [G, {self.num_params}], got {tuple(starts.shape)}")
+        tags = torch.as_tensor(np.asarray(model_of, dtype=np.int64), device=self.device)
+        if tags.shape != (len(client_ids),):
+            raise ValueError(f"model_of needs one model per client ({len(client_ids)})")
+        if len(tags) and (int(tags.min()) < 0 or int(tags.max()) >= starts.shape[0]):
+            raise ValueError(f"model_of must lie in [0, {starts.shape[0]})")
+        hooks = {"step_noise_std": step_noise_std, "per_sample_clip": per_sample_clip}
+        return self._local(
+            starts[tags], client_ids, round_index, generator, batches, clip_norm=clip_norm, **hooks
+        )
+
+    def evaluate_models(self, models: Tensor) -> list[tuple[float, float]]:
+        """``(test accuracy, test loss)`` of each of the G models ``[G, P]``, in one batched
+        forward pass per chunk of the test set (:func:`accuracy_and_loss_models`)."""
+        starts = torch.as_tensor(models).to(self.device, self.dtype)
+        if starts.ndim != 2 or starts.shape[1] != self.num_params:
+            raise ValueError(f"models must be [G, {self.num_params}], got {tuple(starts.shape)}")
+        params = self.layout.unflatten(starts)
+        bs = self.settings.eval_batch_size
+        return accuracy_and_loss_models(
+            self.module, params, self.x_test, self.y_test, batch_size=bs
+        )
+
+    def _local(
+        self,
+        start: Tensor,
+        client_ids: Sequence[int] | np.ndarray,
+        round_index: int,
+        generator: torch.Generator,
+        batches: Batches | None,
+        *,
+        step_noise_std: Tensor | None,
+        per_sample_clip: float | None,
+        clip_norm: str | None,
+    ) -> LocalResult:
+        """K clients' local training from ``start``: ``[P]`` (every client from the global
+        model) or ``[K, P]`` (client i from row i)."""
         k = len(client_ids)
         if batches is None:
             batches = self.sample_batches(client_ids, round_index=round_index, generator=generator)
         losses = torch.zeros(k, dtype=self.dtype, device=self.device)
         if k == 0:
-            return LocalResult(self._global.expand(k, -1).clone(), losses)
+            return LocalResult(start.expand(k, -1).clone(), losses)
         lr = self.settings.lr_at(round_index)
         wd = self.settings.weight_decay
         weights = batches.weights(self.dtype).to(self.device)
@@ -239,7 +307,8 @@ class BatchedLearner:
         # one tensor [K, *shape] per parameter through the steps, flattened once at the end
         # (elementwise the same arithmetic as on the flat [K, P] rows, so the same bits)
         params = [
-            p.expand(k, *p.shape).clone() for p in self.layout.unflatten(self._global).values()
+            p.expand(k, *shape).clone()
+            for p, shape in zip(self.layout.unflatten(start).values(), self.layout.shapes)
         ]
         for s in range(steps):
             g, loss = self._step_gradient(params, indices[:, s], weights[:, s], clip, norm)
@@ -254,7 +323,7 @@ class BatchedLearner:
             params = [pi - lr * gi for pi, gi in zip(params, g)]
             losses += loss
         theta = torch.cat([p.reshape(k, -1) for p in params], dim=1)
-        return LocalResult(theta - self._global, losses / steps)
+        return LocalResult(theta - start, losses / steps)
 
     # -- internals -----------------------------------------------------------------------
     def _split(self, flat: Tensor, k: int) -> list[Tensor]:
