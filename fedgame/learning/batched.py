@@ -222,9 +222,15 @@ class BatchedLearner:
         Returns:
             The K updates ``[K, P]`` and mean training losses ``[K]``.
         """
-        hooks = {"step_noise_std": step_noise_std, "per_sample_clip": per_sample_clip}
         return self._local(
-            self._global, client_ids, round_index, generator, batches, clip_norm=clip_norm, **hooks
+            self._global,
+            client_ids,
+            round_index,
+            generator,
+            batches,
+            step_noise_std=step_noise_std,
+            per_sample_clip=per_sample_clip,
+            clip_norm=clip_norm,
         )
 
     def train_models(
@@ -259,9 +265,15 @@ class BatchedLearner:
             raise ValueError(f"model_of needs one model per client ({len(client_ids)})")
         if len(tags) and (int(tags.min()) < 0 or int(tags.max()) >= starts.shape[0]):
             raise ValueError(f"model_of must lie in [0, {starts.shape[0]})")
-        hooks = {"step_noise_std": step_noise_std, "per_sample_clip": per_sample_clip}
         return self._local(
-            starts[tags], client_ids, round_index, generator, batches, clip_norm=clip_norm, **hooks
+            starts[tags],
+            client_ids,
+            round_index,
+            generator,
+            batches,
+            step_noise_std=step_noise_std,
+            per_sample_clip=per_sample_clip,
+            clip_norm=clip_norm,
         )
 
     def evaluate_models(self, models: Tensor) -> list[tuple[float, float]]:
