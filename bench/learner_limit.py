@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.func import functional_call, grad_and_value, vmap
 
-from fedgame.learning.batched import Batches, BatchedLearner
+from fedgame.learning.batched import BatchedLearner, Batches
 from fedgame.learning.models import ParamLayout, init_parameters
 from fedgame.learning.settings import TrainingSettings
 from fedgame.registry import create
@@ -49,9 +49,7 @@ def learner_for(kind: str, args: argparse.Namespace, *, clip: float | None) -> B
     y = rng.integers(0, 10, n)
     xt = rng.random((args.test, 784), dtype=np.float32)
     yt = rng.integers(0, 10, args.test)
-    module = create("model", kind, MODELS[kind]).build(
-        input_shape=(784,), num_classes=10
-    )
+    module = create("model", kind, MODELS[kind]).build(input_shape=(784,), num_classes=10)
     params = init_parameters(module, generator=torch.Generator().manual_seed(0))
     shards = [np.arange(i * args.samples, (i + 1) * args.samples) for i in range(args.population)]
     settings = TrainingSettings(
