@@ -154,8 +154,8 @@ def run_case(kind: str, dp: bool, args: argparse.Namespace) -> dict[str, float]:
         "b": statistics.median(tb),
         "v": statistics.median(tv),
         "ratio": statistics.median(ratios),
-        "q1": statistics.quantiles(ratios, n=4)[0],
-        "q3": statistics.quantiles(ratios, n=4)[2],
+        "q1": statistics.quantiles(ratios, n=4, method="inclusive")[0],
+        "q3": statistics.quantiles(ratios, n=4, method="inclusive")[2],
         "diff": diff,
     }
 
