@@ -75,9 +75,14 @@ DEPRECATED = {"participants": "willing"}
 ROUNDS: dict[str, Spec] = {
     "round": Spec("round number t, 1..rounds (step t of the Mesa model)", "", "int64"),
     "test_accuracy": Spec(
-        "accuracy of the global model on the test set after the round's update", "fraction"
+        "accuracy of the global model on the test set after the round's update (NaN in a "
+        "round training.eval_every skips whose update changed the model)",
+        "fraction",
     ),
-    "test_loss": Spec("mean cross-entropy of the global model on the test set", "nats"),
+    "test_loss": Spec(
+        "mean cross-entropy of the global model on the test set (NaN where test_accuracy is)",
+        "nats",
+    ),
     "train_loss": Spec(
         "mean of the trained clients' local minibatch losses (NaN when nobody trained)", "nats"
     ),

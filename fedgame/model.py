@@ -128,6 +128,7 @@ class FedGameModel(RosterModel):
         prepare_components(self.world, self.table.views(), plan=self.plan, rounds=resolved.rounds)
         self.releases.refresh(self.table.client_id)
         self.test_accuracy, self.test_loss = self.learner.evaluate()
+        self._measured = True  # test_accuracy and test_loss are the current model's
         self.payments: dict[int, float] = {}
         self.state = RoundState(
             RoundInfo(0, resolved.rounds, len(self.clients)), time.perf_counter()
@@ -304,13 +305,30 @@ class FedGameModel(RosterModel):
                 return
             try:
                 self.learner.apply_update(delta)
-                self.test_accuracy, self.test_loss = self.learner.evaluate()
+                self._measured = False
             except DivergenceError as exc:
                 raise DivergenceError.in_round(self.state.info.round, str(exc)) from None
+        if not self._evaluate_when_due():
+            return
         if not math.isfinite(self.test_loss):
             raise DivergenceError.in_round(
                 self.state.info.round, f"test loss became {self.test_loss}"
             )
+
+    def _evaluate_when_due(self) -> bool:
+        """Evaluate the global model if it changed since it was last measured and this round
+        is an evaluation round (``training.eval_every``: every k-th round and the last);
+        otherwise a changed model's accuracy and loss are NaN (not measured). True when the
+        values are measured, now or before the model last changed."""
+        if self._measured:
+            return True
+        r, every = self.state.info.round, self.learner.settings.eval_every
+        if r % every == 0 or r >= self.scenario.rounds:
+            self.test_accuracy, self.test_loss = self.learner.evaluate()
+            self._measured = True
+        else:
+            self.test_accuracy = self.test_loss = math.nan
+        return self._measured
 
     def phase_settle(self) -> None:
         """9. Privacy accounting for released updates, payments and utilities."""

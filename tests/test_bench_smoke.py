@@ -46,3 +46,18 @@ def test_economics_bench_prints_a_line_per_scenario_and_sample():
     for line in lines:
         wall, measure, search = (float(x) for x in line.split()[3:6])
         assert 0 <= search <= measure <= wall
+
+
+def test_learner_limit_bench_prints_a_paired_ratio_per_case():
+    cmd = [sys.executable, "bench/learner_limit.py", "--clients", "2", "--population", "3"]
+    cmd += ["--samples", "40", "--test", "50", "--rounds", "4", "--warmup", "1"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()[2:-1]]
+    assert [r[0] if len(r) == 6 else " ".join(r[:2]) for r in rows] == [
+        "mlp", "mlp dp-sgd", "logreg", "logreg dp-sgd"
+    ]  # fmt: skip
+    for r in rows:
+        b, v, ratio, diff = float(r[-5]), float(r[-4]), float(r[-3]), float(r[-1])
+        assert b > 0 and v > 0 and ratio > 0
+        assert diff < 1e-5  # both sides compute the same updates

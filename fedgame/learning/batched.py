@@ -1,19 +1,22 @@
 """The batched learner: every selected client of a round trains in one vectorised computation.
 
-Per-client parameters are rows of one ``[K, P]`` tensor. A step computes all K gradients at
-once: the K losses come from ``torch.func.vmap`` over ``functional_call`` (one module skeleton,
-never one module per client), and one ``torch.autograd.grad`` of their sum gives every
-client's gradient (client k's loss depends on row k alone, so d(sum)/d(theta_k) is its own
-gradient). Each client's minibatch is gathered from one shared on-device data tensor through
-the clients' sample indices, kept on the device as one flat array with offsets
-(:class:`~fedgame.data.shards.ClientShards`), so a million clients cost 4-8 bytes per sample
-index and nothing per round. Per-sample gradients (DP-SGD clipping) use ``vmap`` over
-``torch.func.grad_and_value``. Every tensor and generator of a round lives on the learner's
-device; the only device-to-host transfers are the ones a round reports (losses, accuracy).
+Through the local steps each parameter is one ``[K, *shape]`` tensor (row k is client k's);
+the K updates are flattened once, to ``[K, P]``, at the end. A step computes all K gradients
+at once: the K losses come from ``torch.func.vmap`` over ``functional_call`` (one module
+skeleton, never one module per client), and one ``torch.autograd.grad`` of their sum with
+respect to the parameter tensors gives every client's gradient (client k's loss depends on
+row k alone, so d(sum)/d(theta_k) is its own gradient). Each client's minibatch is gathered
+from one shared on-device data tensor through the clients' sample indices, kept on the device
+as one flat array with offsets (:class:`~fedgame.data.shards.ClientShards`), so a million
+clients cost 4-8 bytes per sample index and nothing per round. Per-sample gradients (DP-SGD
+clipping) use ``vmap`` over ``torch.func.grad_and_value``. Every tensor and generator of a
+round lives on the learner's device; the only device-to-host transfers are the ones a round
+reports (losses, accuracy).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +29,7 @@ from torch.func import functional_call, vmap
 from fedgame.data.shards import as_shards
 from fedgame.errors import DivergenceError
 from fedgame.learning.device import device_name
-from fedgame.learning.evaluate import accuracy_and_loss, cross_entropy
+from fedgame.learning.evaluate import accuracy_and_loss, accuracy_and_loss_models, cross_entropy
 from fedgame.learning.models import ParamLayout
 from fedgame.learning.settings import TrainingSettings
 
@@ -117,11 +120,12 @@ class BatchedLearner:
         self.client_sizes = self._index.sizes
         self._client_losses = vmap(self._weighted_loss)
         self._sample_grads: Any = None  # built on first DP-SGD step (imports torch._dynamo)
+        self._buffer: Tensor | None = None  # per-sample gradients [K, B, P], reused
         self._velocity: Tensor | None = None  # server momentum, after the first update
 
     # -- losses seen by torch.func -------------------------------------------------------
-    def _weighted_loss(self, flat: Tensor, x: Tensor, y: Tensor, w: Tensor) -> Tensor:
-        logits = functional_call(self.module, self.layout.unflatten(flat), (x,))
+    def _weighted_loss(self, params: dict[str, Tensor], x: Tensor, y: Tensor, w: Tensor) -> Tensor:
+        logits = functional_call(self.module, params, (x,))
         return (cross_entropy(logits, y) * w).sum()
 
     def _named_sample_loss(self, params: dict[str, Tensor], x: Tensor, y: Tensor) -> Tensor:
@@ -218,13 +222,92 @@ class BatchedLearner:
         Returns:
             The K updates ``[K, P]`` and mean training losses ``[K]``.
         """
+        return self._local(
+            self._global,
+            client_ids,
+            round_index,
+            generator,
+            batches,
+            step_noise_std=step_noise_std,
+            per_sample_clip=per_sample_clip,
+            clip_norm=clip_norm,
+        )
+
+    def train_models(
+        self,
+        models: Tensor,
+        model_of: Sequence[int] | np.ndarray | Tensor,
+        client_ids: Sequence[int] | np.ndarray,
+        *,
+        round_index: int,
+        generator: torch.Generator,
+        batches: Batches | None = None,
+        step_noise_std: Tensor | None = None,
+        per_sample_clip: float | None = None,
+        clip_norm: str | None = None,
+    ) -> LocalResult:
+        """Local training of ``client_ids`` from several global models, all at once.
+
+        ``models`` is ``[G, P]`` (G models of this learner's architecture); client
+        ``client_ids[i]`` starts from ``models[model_of[i]]``, and its update is taken from that
+        model: ``theta_i - models[model_of[i]]``. Rows never mix (client i's loss depends on
+        its own row only), so each client's update is the one a learner holding its model as
+        the global one computes from the same batches; with ``step_noise_std`` the noise of
+        all K clients is drawn at once from ``generator`` (``[K, P]`` a step). The G models
+        share this learner's data and training settings (steps, learning rate, clipping).
+        The other arguments are :meth:`train`'s.
+        """
+        starts = torch.as_tensor(models).to(self.device, self.dtype)
+        if starts.ndim != 2 or starts.shape[1] != self.num_params:
+            raise ValueError(f"models must be [G, {self.num_params}], got {tuple(starts.shape)}")
+        tags = torch.as_tensor(np.asarray(model_of, dtype=np.int64), device=self.device)
+        if tags.shape != (len(client_ids),):
+            raise ValueError(f"model_of needs one model per client ({len(client_ids)})")
+        if len(tags) and (int(tags.min()) < 0 or int(tags.max()) >= starts.shape[0]):
+            raise ValueError(f"model_of must lie in [0, {starts.shape[0]})")
+        return self._local(
+            starts[tags],
+            client_ids,
+            round_index,
+            generator,
+            batches,
+            step_noise_std=step_noise_std,
+            per_sample_clip=per_sample_clip,
+            clip_norm=clip_norm,
+        )
+
+    def evaluate_models(self, models: Tensor) -> list[tuple[float, float]]:
+        """``(test accuracy, test loss)`` of each of the G models ``[G, P]``, in one batched
+        forward pass per chunk of the test set (:func:`accuracy_and_loss_models`)."""
+        starts = torch.as_tensor(models).to(self.device, self.dtype)
+        if starts.ndim != 2 or starts.shape[1] != self.num_params:
+            raise ValueError(f"models must be [G, {self.num_params}], got {tuple(starts.shape)}")
+        params = self.layout.unflatten(starts)
+        bs = self.settings.eval_batch_size
+        return accuracy_and_loss_models(
+            self.module, params, self.x_test, self.y_test, batch_size=bs
+        )
+
+    def _local(
+        self,
+        start: Tensor,
+        client_ids: Sequence[int] | np.ndarray,
+        round_index: int,
+        generator: torch.Generator,
+        batches: Batches | None,
+        *,
+        step_noise_std: Tensor | None,
+        per_sample_clip: float | None,
+        clip_norm: str | None,
+    ) -> LocalResult:
+        """K clients' local training from ``start``: ``[P]`` (every client from the global
+        model) or ``[K, P]`` (client i from row i)."""
         k = len(client_ids)
         if batches is None:
             batches = self.sample_batches(client_ids, round_index=round_index, generator=generator)
-        theta = self._global.expand(k, -1).clone()
         losses = torch.zeros(k, dtype=self.dtype, device=self.device)
         if k == 0:
-            return LocalResult(theta, losses)
+            return LocalResult(start.expand(k, -1).clone(), losses)
         lr = self.settings.lr_at(round_index)
         wd = self.settings.weight_decay
         weights = batches.weights(self.dtype).to(self.device)
@@ -233,75 +316,112 @@ class BatchedLearner:
         steps = indices.shape[1]
         clip = per_sample_clip if per_sample_clip is not None else self.settings.per_sample_clip
         norm = clip_norm or self.settings.clip_norm
+        # one tensor [K, *shape] per parameter through the steps, flattened once at the end
+        # (elementwise the same arithmetic as on the flat [K, P] rows, so the same bits)
+        params = [
+            p.expand(k, *shape).clone()
+            for p, shape in zip(self.layout.unflatten(start).values(), self.layout.shapes)
+        ]
         for s in range(steps):
-            g, loss = self._step_gradient(theta, indices[:, s], weights[:, s], clip, norm)
+            g, loss = self._step_gradient(params, indices[:, s], weights[:, s], clip, norm)
             if std is not None:
                 noise = torch.randn(
-                    theta.shape, generator=generator, device=self.device, dtype=self.dtype
+                    (k, self.num_params), generator=generator, device=self.device, dtype=self.dtype
                 )
-                g = g + std[:, None] * noise
+                scaled = std[:, None] * noise
+                g = [gi + ni for gi, ni in zip(g, self._split(scaled, k))]
             if wd:
-                g = g + wd * theta
-            theta = theta - lr * g
+                g = [gi + wd * pi for gi, pi in zip(g, params)]
+            params = [pi - lr * gi for pi, gi in zip(params, g)]
             losses += loss
-        return LocalResult(theta - self._global, losses / steps)
+        theta = torch.cat([p.reshape(k, -1) for p in params], dim=1)
+        return LocalResult(theta - start, losses / steps)
 
     # -- internals -----------------------------------------------------------------------
+    def _split(self, flat: Tensor, k: int) -> list[Tensor]:
+        """Views of the rows of ``flat`` (``[K, P]``) as one ``[K, *shape]`` per parameter."""
+        return [
+            flat[:, o : o + math.prod(shape)].reshape(k, *shape)
+            for shape, o in zip(self.layout.shapes, self.layout.offsets)
+        ]
+
     def _step_gradient(
-        self, theta: Tensor, idx: Tensor, w: Tensor, clip: float | None, norm: str
-    ) -> tuple[Tensor, Tensor]:
-        """Masked-mean gradient (per-sample clipped when ``clip``) and loss, ``[K, P]``, ``[K]``."""
+        self, params: list[Tensor], idx: Tensor, w: Tensor, clip: float | None, norm: str
+    ) -> tuple[list[Tensor], Tensor]:
+        """Masked-mean gradient (per-sample clipped when ``clip``), one ``[K, *shape]`` per
+        parameter, and the losses ``[K]``."""
         k, b = idx.shape
         width = self.num_params if clip is not None else max(1, self.x_train[0].numel())
         chunk = max(1, _CHUNK_ELEMENTS // (k * width))
-        g_sum = torch.zeros_like(theta)
+        g_sum: list[Tensor] | None = None
         loss_sum = torch.zeros(k, dtype=self.dtype, device=self.device)
         for lo in range(0, b, chunk):
             ic, wc = idx[:, lo : lo + chunk], w[:, lo : lo + chunk]
             x, y = self.x_train[ic], self.y_train[ic]
             if clip is None:
-                g, loss = self._mean_gradient(theta, x, y, wc)
+                g, loss = self._mean_gradient(params, x, y, wc)
             else:
-                g_each, loss_each = self._per_sample_gradients(theta, x, y)
+                g_each, loss_each = self._per_sample_gradients(params, x, y)
                 p = 2 if norm == "l2" else 1
                 scale = clip_scale(torch.linalg.vector_norm(g_each, ord=p, dim=-1), bound=clip)
-                g = torch.einsum("kb,kbp->kp", wc * scale, g_each)
+                g = self._split(torch.einsum("kb,kbp->kp", wc * scale, g_each), k)
                 loss = (loss_each * wc).sum(dim=-1)
-            g_sum += g
+            if g_sum is None:  # 0 + g is g (up to the sign of a zero, which no step reads)
+                g_sum = list(g)
+            else:
+                g_sum = [a + c for a, c in zip(g_sum, g)]
             loss_sum += loss
+        assert g_sum is not None  # b >= 1: at least one chunk
         return g_sum, loss_sum
 
     def _mean_gradient(
-        self, theta: Tensor, x: Tensor, y: Tensor, w: Tensor
-    ) -> tuple[Tensor, Tensor]:
-        """Each client's gradient of its weighted loss, ``[K, P]``, and the losses ``[K]``.
+        self, params: list[Tensor], x: Tensor, y: Tensor, w: Tensor
+    ) -> tuple[list[Tensor], Tensor]:
+        """Each client's gradient of its weighted loss, one ``[K, *shape]`` per parameter,
+        and the losses ``[K]``.
 
         One backward pass through the K losses' sum: client k's loss depends on row k of
-        ``theta`` only, so row k of the gradient of the sum is client k's own gradient.
+        each parameter only, so row k of the gradient of the sum is client k's own gradient.
+        The gradient is taken with respect to each parameter's own tensor (one taken with
+        respect to a flat ``[K, P]`` vector would scatter every slice into it, every step).
         """
         with torch.enable_grad():
-            leaf = theta.detach().requires_grad_(True)
-            losses = self._client_losses(leaf, x, y, w)
-            (g,) = torch.autograd.grad(losses.sum(), leaf)
-        return g, losses.detach()
+            leaves = [p.detach().requires_grad_(True) for p in params]
+            named = dict(zip(self.layout.names, leaves))
+            losses = self._client_losses(named, x, y, w)
+            grads = torch.autograd.grad(losses.sum(), leaves)
+        return list(grads), losses.detach()
 
-    def _per_sample_gradients(self, theta: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    def _per_sample_gradients(
+        self, params: list[Tensor], x: Tensor, y: Tensor
+    ) -> tuple[Tensor, Tensor]:
         """Per-sample gradients ``[K, B, P]`` and losses ``[K, B]`` (``vmap`` of ``grad``).
 
-        The gradient is taken with respect to the named parameters (views of ``theta``) and
-        concatenated once: a gradient with respect to the flat vector would scatter every
-        parameter's slice into its own ``[K, B, P]`` buffer (9 s against 1 s a round for
-        LeNet-5 on 20 clients of 60 samples).
+        The gradient is taken with respect to the named parameters and concatenated once: a
+        gradient with respect to the flat vector would scatter every parameter's slice into
+        its own ``[K, B, P]`` buffer (9 s against 1 s a round for LeNet-5 on 20 clients of
+        60 samples).
         """
         if self._sample_grads is None:
             from torch.func import grad_and_value  # imports torch._dynamo: only when needed
 
             inner = vmap(grad_and_value(self._named_sample_loss), in_dims=(None, 0, 0))
             self._sample_grads = vmap(inner)
-        grads, losses = self._sample_grads(self.layout.unflatten(theta), x, y)
+        grads, losses = self._sample_grads(dict(zip(self.layout.names, params)), x, y)
         k, b = losses.shape
-        flat = torch.cat([grads[name].reshape(k, b, -1) for name in self.layout.names], dim=-1)
+        flat = self._sample_buffer(k * b).view(k, b, self.num_params)
+        torch.cat([grads[name].reshape(k, b, -1) for name in self.layout.names], -1, out=flat)
         return flat, losses
+
+    def _sample_buffer(self, rows: int) -> Tensor:
+        """``rows * P`` values of one buffer kept for the learner's life, so the per-sample
+        gradients are concatenated into memory already paged in (a fresh ``[K, B, P]`` each
+        step costs its page faults, 3-7x the copy itself on CPU); as large as a step's chunk:
+        ``_CHUNK_ELEMENTS`` values (64 MiB in float32) or one sample per client."""
+        need = rows * self.num_params
+        if self._buffer is None or self._buffer.numel() < need:
+            self._buffer = torch.empty(need, dtype=self.dtype, device=self.device)
+        return self._buffer[:need]
 
 
 @dataclass(frozen=True)

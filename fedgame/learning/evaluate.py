@@ -73,3 +73,41 @@ def accuracy_and_loss(
         totals += torch.stack([loss.double(), (predicted == yb).sum().double()])
     total_loss, correct = totals.tolist()  # one device sync per evaluation
     return correct / n, total_loss / n
+
+
+@torch.inference_mode()
+def accuracy_and_loss_models(
+    module: nn.Module,
+    params: Mapping[str, Tensor],
+    x: Tensor,
+    y: Tensor,
+    *,
+    batch_size: int,
+) -> list[tuple[float, float]]:
+    """:func:`accuracy_and_loss` of G parameter sets at once (``params`` ``[G, *shape]``).
+
+    One ``vmap`` of ``functional_call`` over the G models per chunk of ``batch_size // G``
+    samples (logits ``[G, chunk, C]``); the loss is the same shifted log-sum-exp. Equal to G
+    calls of :func:`accuracy_and_loss` up to float rounding of the batched products (the
+    loss to about 1e-6 relative in float32; a prediction can flip only on a tie of logits
+    to that precision).
+    """
+    from torch.func import vmap
+
+    g = int(next(iter(params.values())).shape[0])
+    n = int(x.shape[0])
+    if n == 0:
+        return [(float("nan"), float("nan"))] * g
+    forward = vmap(lambda p, xb: functional_call(module, p, (xb,)), in_dims=(0, None))
+    totals = torch.zeros(g, 2, dtype=torch.float64, device=x.device)  # [loss sum, correct]
+    params = dict(params)
+    chunk = max(1, batch_size // g)  # G x chunk logits rows: one evaluation's memory
+    for lo in range(0, n, chunk):
+        xb, yb = x[lo : lo + chunk], y[lo : lo + chunk]
+        logits = forward(params, xb)
+        top, predicted = logits.max(dim=-1)
+        picked = logits.gather(-1, yb.expand(g, -1).unsqueeze(-1)).squeeze(-1)
+        loss = (_shifted_lse(logits, top.unsqueeze(-1)) - picked).sum(dim=-1)
+        correct = (predicted == yb).sum(dim=-1)
+        totals += torch.stack([loss.double(), correct.double()], dim=-1)
+    return [(c / n, s / n) for s, c in totals.tolist()]

@@ -72,6 +72,12 @@ class TrainingSettings(BaseModel):
         description="test samples per forward pass when the global model is evaluated (lower "
         "it when a large model runs out of memory)",
     )
+    eval_every: PositiveInt = Field(
+        default=1,
+        description="evaluate the global model on the test set every k-th round and at the "
+        "last round; a round between them whose update changed the model reports NaN "
+        "test_accuracy and test_loss (not measured); 1 evaluates every round",
+    )
 
     threads: int | Literal["auto"] = Field(
         default="auto",
