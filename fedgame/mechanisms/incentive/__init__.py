@@ -1,6 +1,7 @@
 """Incentive mechanisms, the leader (family ``incentive``); importing this registers them."""
 
 # ruff: noqa: F401
+import fedgame.mechanisms.incentive.contract
 import fedgame.mechanisms.incentive.none
 import fedgame.mechanisms.incentive.qi_dpfl
 import fedgame.mechanisms.incentive.stackelberg

@@ -4,3 +4,4 @@
 import fedgame.mechanisms.policy.always
 import fedgame.mechanisms.policy.game
 import fedgame.mechanisms.policy.learning
+import fedgame.mechanisms.policy.menu
