@@ -36,6 +36,7 @@ from fedgame.mechanisms.base import (
     ObservesFaults,
     ReportsClients,
     ReportsRounds,
+    ValuesContributions,
 )
 from fedgame.privacy.base import (
     FinalisesAggregate,
@@ -130,6 +131,8 @@ class FedGameModel(RosterModel):
         # declared capabilities, checked once here (not each round)
         self._reporters = reporters_of(reporting)
         self._observers = [c for c in plugins if isinstance(c, ObservesFaults)]
+        valuer = comps.incentive
+        self._valuer = valuer if isinstance(valuer, ValuesContributions) else None
         self._finaliser = self.privacy if isinstance(self.privacy, FinalisesAggregate) else None
         self._release_recorder = self.privacy if isinstance(self.privacy, RecordsReleases) else None
         self.datacollector = ClientTableCollector(
@@ -272,6 +275,8 @@ class FedGameModel(RosterModel):
             ids = selected[ok]
             updates = self.state.updates
             received = updates if ok.all() else updates[torch.as_tensor(ok, device=updates.device)]
+            if self._valuer is not None:
+                self.state.contributions = self._value_contributions(received, ids)
             delta = self.server.aggregate(
                 received,
                 self.table.views(ids),
@@ -296,6 +301,16 @@ class FedGameModel(RosterModel):
             raise DivergenceError.in_round(
                 self.state.info.round, f"test loss became {self.test_loss}"
             )
+
+    def _value_contributions(self, received: torch.Tensor, ids: np.ndarray) -> Any:
+        """The incentive's estimate of each sender's contribution (``ValuesContributions``)."""
+        from fedgame.learning.coalitions import CoalitionEvaluator, aggregation_weights
+
+        weights = aggregation_weights(self.server.aggregation, self.table.views(ids))
+        evaluator = CoalitionEvaluator(self.learner, received, weights)
+        rng = self.plan.rng("contributions", self.state.info.round)
+        assert self._valuer is not None
+        return self._valuer.value_contributions(evaluator, ids, info=self.state.info, rng=rng)
 
     def phase_settle(self) -> None:
         """9. Privacy accounting for released updates, payments and utilities."""

@@ -4,4 +4,5 @@
 import fedgame.mechanisms.incentive.contract
 import fedgame.mechanisms.incentive.none
 import fedgame.mechanisms.incentive.qi_dpfl
+import fedgame.mechanisms.incentive.shapley
 import fedgame.mechanisms.incentive.stackelberg
