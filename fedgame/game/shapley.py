@@ -101,7 +101,8 @@ def _walk(
     rows = np.arange(m)
     scale = tol * max(abs(v_full), 1e-12)
     for j in range(k):
-        live &= np.abs(v_full - previous) > scale
+        if tol > 0:  # tol = 0: no truncation (equal values are no reason to stop)
+            live &= np.abs(v_full - previous) > scale
         if not live.any():
             break
         at = rows[live]
