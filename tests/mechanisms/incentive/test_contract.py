@@ -117,3 +117,14 @@ def test_types_and_probabilities_go_together(tiny):
     data["incentive"] = {"kind": "contract", "types": [2.0, 1.0], "probabilities": [0.5, 0.5]}
     with pytest.raises(Exception, match="increasing"):
         validate(data)
+
+
+def test_tight_budgets_hold_and_clients_that_cannot_afford_an_item_decline(tiny, tmp_path):
+    data = scenario(tiny).model_dump(mode="json", exclude_none=False)
+    data["population"]["budget"]["epsilon"] = {"dist": "uniform", "low": 2.0, "high": 9.0}
+    data["rounds"] = 4
+    result = simulate(validate(data), out_dir=tmp_path)
+    clients = result.clients
+    assert (clients["epsilon_spent"] <= clients["epsilon_total"] * (1 + 1e-9)).all()
+    broke = clients["decline_reason"] == "budget"
+    assert broke.any() and not clients.loc[broke, "uploaded"].any()
