@@ -20,7 +20,7 @@ variation distance ½‖s(φ̂) − s(φ)‖₁ (s: the clipped shares R·φ⁺/
 
 Usage: ``python bench/shapley.py [--clients 10,50] [--rounds 5] [--small 8]
 [--small-rounds 10] [--permutations 20] [--blocks 4] [--samples 512] [--model logreg|mlp]
-[--device cpu|cuda|auto]``
+[--device cpu|cuda|auto] [--threads 1]``
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import time
 from typing import Any
 
 import numpy as np
+import torch
 
 from fedgame.game.shapley import exact_shapley, gtg_shapley, shapley_shares, tmc_shapley
 from fedgame.mechanisms.incentive.shapley import ShapleyPayments
@@ -58,6 +59,7 @@ def scenario(k: int, args: argparse.Namespace, incentive: dict[str, Any]) -> dic
             "batch_size": 32,
             "lr": 0.2,
             "device": args.device,
+            "threads": args.threads,
         },
         "incentive": {"kind": "shapley", "reward": 1.0, "samples": args.samples, **incentive},
         "policy": {"kind": "fixed", "rho": 1.0},
@@ -80,8 +82,6 @@ class TimedTrain:
         start = time.perf_counter()
         out = self.inner(*args, **kwargs)
         if out.updates.is_cuda:
-            import torch
-
             torch.cuda.synchronize()
         self.seconds.append(time.perf_counter() - start)
         return out
@@ -189,10 +189,12 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=512)
     parser.add_argument("--model", choices=("logreg", "mlp"), default="logreg")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     print(
         f"cost per round (median of {args.rounds} rounds after 1 warm-up; {args.model}, "
-        f"{args.samples} valuation samples, device {args.device})"
+        f"{args.samples} valuation samples, device {args.device}, {args.threads} thread(s))"
     )
     print(
         f"{'K':>4} {'estimator':<24} {'coalit.':>8} {'est. ms':>10} {'train ms':>10} "

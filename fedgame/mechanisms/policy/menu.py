@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from fedgame import reads
-from fedgame.game.contracts import self_select
+from fedgame.game.contracts import Cost, self_select
 from fedgame.mechanisms.policy.market import rho_left
 from fedgame.registry import Example, register
 from fedgame.views import ClientView, MarketView, Offer, Response, Responses, column_of, ids_of
@@ -55,7 +55,7 @@ class SelfSelect:
         rho = np.array([item for item, _ in offer.menu], dtype=float)
         reward = np.array([r for _, r in offer.menu], dtype=float)
         phi = float(offer.plan.get("phi", 1.0))
-        cost = "quadratic" if offer.plan.get("quadratic", 0.0) else "linear"
+        cost: Cost = "quadratic" if offer.plan.get("quadratic", 0.0) else "linear"
         theta = phi * column_of(clients, "privacy_value")
         left = rho_left(clients)
         index, _ = self_select(theta, rho, reward, left=left, cost=cost)
