@@ -133,6 +133,10 @@ class FedGameModel(RosterModel):
         self._observers = [c for c in plugins if isinstance(c, ObservesFaults)]
         valuer = comps.incentive
         self._valuer = valuer if isinstance(valuer, ValuesContributions) else None
+        if self._valuer is None and resolved.game.audit_contributions:
+            from fedgame.mechanisms.incentive.shapley import ShapleyConfig, ShapleyPayments
+
+            self._valuer = ShapleyPayments(ShapleyConfig())  # values only: never offers or pays
         self._finaliser = self.privacy if isinstance(self.privacy, FinalisesAggregate) else None
         self._release_recorder = self.privacy if isinstance(self.privacy, RecordsReleases) else None
         self.datacollector = ClientTableCollector(

@@ -95,6 +95,11 @@ class GameRules(BaseModel):
         stop_on_degenerate: stop the run after the first degenerate round (manifest status
             ``degenerate``, ``fedgame run`` exit code 4).
         degeneracy: the thresholds of the per-round check.
+        audit_contributions: estimate every delivered client's Shapley value in each round's
+            accuracy gain under any incentive (exact up to 8 clients, else GTG-Shapley;
+            ``RoundState.contributions``), an audit of the payments; off by default (it
+            costs coalition evaluations every round). An incentive that values
+            contributions itself (``shapley``) is used instead.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -102,6 +107,7 @@ class GameRules(BaseModel):
     cartel: bool = False
     stop_on_degenerate: bool = False
     degeneracy: DegeneracyThresholds = Field(default_factory=DegeneracyThresholds)
+    audit_contributions: bool = False
 
 
 def check_rules(scenario: Any) -> None:

@@ -77,3 +77,17 @@ def test_other_incentives_leave_no_contributions(tiny):
     model = FedGameModel(validate(copy.deepcopy(tiny)))
     model.step()
     assert model.state.contributions is None
+
+
+def test_an_audit_values_contributions_under_any_incentive(tiny):
+    data = copy.deepcopy(tiny)
+    data["game"] = {"audit_contributions": True}
+    model = FedGameModel(validate(data))
+    before = model.test_accuracy
+    model.step()
+    phi = model.state.contributions
+    delivered = model.state.selected[model.state.uploaded]
+    assert phi is not None and sorted(phi) == sorted(delivered.tolist())
+    # exact (at most 5 delivered of uniform k = 5): the values add up to the accuracy gain
+    assert sum(phi.values()) == pytest.approx(model.test_accuracy - before, abs=1e-9)
+    assert not any(model.payments.values())  # incentive none still pays nothing
