@@ -136,7 +136,8 @@ class FedGameModel(RosterModel):
         if self._valuer is None and resolved.game.audit_contributions:
             from fedgame.mechanisms.incentive.shapley import ShapleyConfig, ShapleyPayments
 
-            self._valuer = ShapleyPayments(ShapleyConfig())  # values only: never offers or pays
+            audit = ShapleyConfig.model_validate({})  # the defaults: exact up to 8, else GTG
+            self._valuer = ShapleyPayments(audit)  # values only: never offers or pays
         self._finaliser = self.privacy if isinstance(self.privacy, FinalisesAggregate) else None
         self._release_recorder = self.privacy if isinstance(self.privacy, RecordsReleases) else None
         self.datacollector = ClientTableCollector(

@@ -101,7 +101,7 @@ class Contract:
 
     Rounds table: ``menu_items`` (distinct items), ``menu_rho_low``/``menu_rho_high`` and
     ``menu_pay_low``/``menu_pay_high`` (the smallest and largest ρ_k and r_k), ``sum_rho``
-    (delivered Σρ), ``paid`` (Σ payments). Declares ``ReportsOutcome`` (units ρ, true cost
+    (delivered Σρ), ``payments_total`` (Σ payments). Declares ``ReportsOutcome`` (units ρ, true cost
     φ·ν_i·c(ρ_i)) and ``MeasuresDeviation`` (:meth:`deviation_gains`).
     """
 
@@ -114,7 +114,7 @@ class Contract:
         "menu_pay_low",
         "menu_pay_high",
         "sum_rho",
-        "paid",
+        "payments_total",
     )
 
     def __init__(self, config: ContractConfig) -> None:
@@ -198,7 +198,7 @@ class Contract:
             "menu_pay_low": float(rewards.min()) if rewards.size else math.nan,
             "menu_pay_high": float(rewards.max()) if rewards.size else math.nan,
             "sum_rho": float(units.sum()),
-            "paid": float(pay.sum()),
+            "payments_total": float(pay.sum()),
         }
         return dict(zip(ids.tolist(), pay.tolist(), strict=True))
 

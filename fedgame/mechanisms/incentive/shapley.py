@@ -92,7 +92,7 @@ class ShapleyPayments:
 
     Rounds table: ``shapley_sum`` (Σφ_i = v(N) − v(∅) for the exact estimator),
     ``shapley_evals`` (coalitions evaluated), ``shapley_s`` (seconds of the estimate),
-    ``paid`` (Σ payments), ``sum_rho``. Clients table: ``shapley`` (φ_i of each delivered
+    ``payments_total`` (Σ payments), ``sum_rho``. Clients table: ``shapley`` (φ_i of each delivered
     client).
     """
 
@@ -100,7 +100,7 @@ class ShapleyPayments:
     example = Example(
         {"reward": 1.0, "samples": 64}, needs={"policy": {"kind": "fixed", "rho": 1.0}}
     )
-    round_columns = ("shapley_sum", "shapley_evals", "shapley_s", "paid", "sum_rho")
+    round_columns = ("shapley_sum", "shapley_evals", "shapley_s", "payments_total", "sum_rho")
     client_columns = ("shapley",)
 
     def __init__(self, config: ShapleyConfig) -> None:
@@ -180,7 +180,7 @@ class ShapleyPayments:
             "shapley_sum": float(phi.sum()) if self.phi else math.nan,
             "shapley_evals": float(est.evaluations) if est is not None else 0.0,
             "shapley_s": self._seconds,
-            "paid": float(pay.sum()),
+            "payments_total": float(pay.sum()),
             "sum_rho": float(units.sum()),
         }
         return dict(zip(ids.tolist(), pay.tolist(), strict=True))

@@ -98,7 +98,9 @@ def test_rounds_and_outcome_report_the_menu_and_the_payments(tiny, tmp_path):
     assert (rounds["menu_items"] >= 1).all()
     assert (rounds["menu_rho_low"] <= rounds["menu_rho_high"]).all()
     paid = result.clients.groupby("round")["reward"].sum()
-    np.testing.assert_allclose(rounds.set_index("round")["paid"], paid.reindex(rounds["round"]))
+    np.testing.assert_allclose(
+        rounds.set_index("round")["payments_total"], paid.reindex(rounds["round"])
+    )
     taken = result.clients.dropna(subset=["menu_item"])
     assert not taken.empty and taken["participating"].all()
 

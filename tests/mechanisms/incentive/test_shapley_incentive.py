@@ -45,7 +45,7 @@ def test_exact_values_add_up_to_the_rounds_accuracy_gain_and_split_the_reward(ti
             want = 2.0 * v / total if total > 0 else 0.0
             assert model.payments.get(i, 0.0) == pytest.approx(want)
         assert model.extra["shapley_evals"] == 2 ** len(delivered)
-        assert model.extra["paid"] == pytest.approx(2.0 if total > 0 else 0.0)
+        assert model.extra["payments_total"] == pytest.approx(2.0 if total > 0 else 0.0)
 
 
 @pytest.mark.parametrize("estimator", ["tmc", "gtg"])
