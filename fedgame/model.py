@@ -132,7 +132,9 @@ class FedGameModel(RosterModel):
         self._reporters = reporters_of(reporting)
         self._observers = [c for c in plugins if isinstance(c, ObservesFaults)]
         valuer = comps.incentive
-        self._valuer = valuer if isinstance(valuer, ValuesContributions) else None
+        self._valuer: ValuesContributions | None = (
+            valuer if isinstance(valuer, ValuesContributions) else None
+        )
         if self._valuer is None and resolved.game.audit_contributions:
             from fedgame.mechanisms.incentive.shapley import ShapleyConfig, ShapleyPayments
 
