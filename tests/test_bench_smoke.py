@@ -30,3 +30,17 @@ def test_calibration_bench_prints_the_pld_setup_line():
     total, _, calibrating, solved = line.split()[-4:]
     assert float(calibrating[:-1]) <= float(total[:-1])
     assert int(solved) == 3  # the validation's strictest target and the two budgets
+
+
+def test_shapley_bench_prints_cost_and_error_rows():
+    cmd = [sys.executable, "bench/shapley.py", "--clients", "4", "--rounds", "1", "--small", "3"]
+    cmd += ["--small-rounds", "1", "--samples", "32", "--permutations", "3", "--blocks", "1"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    exact = lines[2].split()
+    assert exact[:3] == ["4", "exact", "16"]  # 2^4 coalitions in one batched call
+    assert [line.split()[1] for line in lines[3:5]] == ["tmc", "gtg"]
+    errors = [line.split() for line in lines[8:12]]
+    assert all(row[0] == "3" and row[-3] == "8" for row in errors)  # exact: 2^3 coalitions
+    assert all(0.0 <= float(row[-1]) <= 1.0 for row in errors)  # total variation of shares
