@@ -367,6 +367,20 @@ PLUGIN_COLUMNS: dict[str, Spec] = {
     # faults deadline
     "compute_time": Spec("its simulated local compute time this round", "s"),
     "finish_time": Spec("its simulated compute plus upload time this round", "s"),
+    # incentive contract (screening menu), rounds
+    "menu_items": Spec("distinct items (ρ_k, r_k) of the round's menu", "items"),
+    "menu_rho_low": Spec("smallest ρ_k of the round's menu", "ρ (zCDP)"),
+    "menu_rho_high": Spec("largest ρ_k of the round's menu", "ρ (zCDP)"),
+    "menu_pay_low": Spec("smallest payment r_k of the round's menu", _R),
+    "menu_pay_high": Spec("largest payment r_k of the round's menu", _R),
+    # policy self_select, clients
+    "menu_item": Spec("index in the offer's menu of the item it took (empty: declined)"),
+    # incentive shapley, rounds
+    "shapley_sum": Spec("Σφ_i of the delivered clients (exact: v(N) − v(∅))", "accuracy"),
+    "shapley_evals": Spec("coalitions evaluated for the round's estimate", "coalitions"),
+    "shapley_s": Spec("seconds the round's Shapley estimate took", "s"),
+    # incentive shapley, clients
+    "shapley": Spec("φ_i, its estimated Shapley value in the round's accuracy gain", "accuracy"),
 }
 
 

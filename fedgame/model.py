@@ -38,6 +38,7 @@ from fedgame.mechanisms.base import (
     ObservesFaults,
     ReportsClients,
     ReportsRounds,
+    ValuesContributions,
 )
 from fedgame.privacy.base import (
     FinalisesAggregate,
@@ -137,6 +138,15 @@ class FedGameModel(RosterModel):
         # declared capabilities, checked once here (not each round)
         self._reporters = reporters_of(reporting)
         self._observers = [c for c in plugins if isinstance(c, ObservesFaults)]
+        valuer = comps.incentive
+        self._valuer: ValuesContributions | None = (
+            valuer if isinstance(valuer, ValuesContributions) else None
+        )
+        if self._valuer is None and resolved.game.audit_contributions:
+            from fedgame.mechanisms.incentive.shapley import ShapleyConfig, ShapleyPayments
+
+            audit = ShapleyConfig.model_validate({})  # the defaults: exact up to 8, else GTG
+            self._valuer = ShapleyPayments(audit)  # values only: never offers or pays
         self._finaliser = self.privacy if isinstance(self.privacy, FinalisesAggregate) else None
         self._release_recorder = self.privacy if isinstance(self.privacy, RecordsReleases) else None
         self.datacollector = ClientTableCollector(
@@ -288,6 +298,8 @@ class FedGameModel(RosterModel):
             ids = selected[ok]
             updates = self.state.updates
             received = updates if ok.all() else updates[torch.as_tensor(ok, device=updates.device)]
+            if self._valuer is not None:
+                self.state.contributions = self._value_contributions(received, ids)
             delta = self.server.aggregate(
                 received,
                 self.table.views(ids),
@@ -329,6 +341,16 @@ class FedGameModel(RosterModel):
         else:
             self.test_accuracy = self.test_loss = math.nan
         return self._measured
+
+    def _value_contributions(self, received: torch.Tensor, ids: np.ndarray) -> Any:
+        """The incentive's estimate of each sender's contribution (``ValuesContributions``)."""
+        from fedgame.learning.coalitions import CoalitionEvaluator, aggregation_weights
+
+        weights = aggregation_weights(self.server.aggregation, self.table.views(ids))
+        evaluator = CoalitionEvaluator(self.learner, received, weights)
+        rng = self.plan.rng("contributions", self.state.info.round)
+        assert self._valuer is not None
+        return self._valuer.value_contributions(evaluator, ids, info=self.state.info, rng=rng)
 
     def phase_settle(self) -> None:
         """9. Privacy accounting for released updates, payments and utilities."""

@@ -34,6 +34,8 @@ class RoundState:
     faults: FaultDraw | None = None
     aggregation_failed: bool = False
     extra: dict[str, float] = field(default_factory=dict)
+    #: each delivered client's estimated contribution to the round (e.g. its Shapley value),
+    #: when the incentive values contributions (``ValuesContributions``); None otherwise
     contributions: dict[int, float] | None = None
 
 

@@ -180,13 +180,15 @@ class Offer:
 
     ``reward`` is the round's total reward R_t; ``prices`` optional per-client unit prices;
     ``plan`` free-form planner output (e.g. number of clients per round); ``excluded`` ids the
-    leader removed (e.g. for feasibility) who must not train this round.
+    leader removed (e.g. for feasibility) who must not train this round; ``menu`` a screening
+    menu of items (ρ_k, r_k) each client self-selects from (contracts; empty otherwise).
     """
 
     reward: float = 0.0
     prices: Mapping[int, float] = field(default_factory=dict)
     plan: Mapping[str, float] = field(default_factory=dict)
     excluded: frozenset[int] = frozenset()
+    menu: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -61,3 +61,16 @@ def test_learner_limit_bench_prints_a_paired_ratio_per_case():
         b, v, ratio, diff = float(r[-5]), float(r[-4]), float(r[-3]), float(r[-1])
         assert b > 0 and v > 0 and ratio > 0
         assert diff < 1e-5  # both sides compute the same updates
+
+def test_shapley_bench_prints_cost_and_error_rows():
+    cmd = [sys.executable, "bench/shapley.py", "--clients", "4", "--rounds", "1", "--small", "3"]
+    cmd += ["--small-rounds", "1", "--samples", "32", "--permutations", "3", "--blocks", "1"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    exact = lines[2].split()
+    assert exact[:3] == ["4", "exact", "16"]  # 2^4 coalitions in one batched call
+    assert [line.split()[1] for line in lines[3:5]] == ["tmc", "gtg"]
+    errors = [line.split() for line in lines[8:12]]
+    assert all(row[0] == "3" and row[-3] == "8" for row in errors)  # exact: 2^3 coalitions
+    assert all(0.0 <= float(row[-1]) <= 1.0 for row in errors)  # total variation of shares

@@ -89,6 +89,8 @@ RUNS = {
             "selection": {"kind": "all"},
         },
     ),
+    "contract": _small("contract"),
+    "shapley": _small("shapley"),
     "central": _small(
         "quickstart",
         **{

@@ -123,6 +123,11 @@ class GameRules(BaseModel):
             ``degenerate``, ``fedgame run`` exit code 4).
         degeneracy: the thresholds of the per-round check.
         economics: how the economics columns are measured (:class:`EconomicsRules`).
+        audit_contributions: estimate every delivered client's Shapley value in each round's
+            accuracy gain under any incentive (exact up to 8 clients, else GTG-Shapley;
+            ``RoundState.contributions``), an audit of the payments; off by default (it
+            costs coalition evaluations every round). An incentive that values
+            contributions itself (``shapley``) is used instead.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -131,6 +136,7 @@ class GameRules(BaseModel):
     stop_on_degenerate: bool = False
     degeneracy: DegeneracyThresholds = Field(default_factory=DegeneracyThresholds)
     economics: EconomicsRules = Field(default_factory=EconomicsRules)
+    audit_contributions: bool = False
 
 
 def check_rules(scenario: Any) -> None:

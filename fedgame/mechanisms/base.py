@@ -192,6 +192,22 @@ class MeasuresDeviation(Protocol):
 
 
 @runtime_checkable
+class ValuesContributions(Protocol):
+    """Capability of an incentive: values the round's delivered updates (phase 8).
+
+    Before the aggregate is applied, the model hands it a
+    :class:`~fedgame.learning.coalitions.CoalitionEvaluator` over the delivered updates
+    (``evaluator(masks)``: v(S) of coalitions, batched) and their senders' ``ids`` (the
+    evaluator's players, in order). It returns each sender's estimated contribution (e.g. a
+    Shapley value) or None; the model keeps it as ``RoundState.contributions``.
+    """
+
+    def value_contributions(
+        self, evaluator: Any, ids: np.ndarray, *, info: RoundInfo, rng: np.random.Generator
+    ) -> dict[int, float] | None: ...
+
+
+@runtime_checkable
 class DrawsMasks(Protocol):
     """Capability of an aggregator: it draws from the round's ``masks`` stream (secure
     aggregation's pairwise mask seeds). Only such an aggregator is handed an ``rng``; for the

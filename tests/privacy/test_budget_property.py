@@ -25,7 +25,13 @@ MECHANISMS = registry.names("privacy")
 SELECTIONS = registry.names("selection")
 POLICIES = registry.names("policy")
 
-INCENTIVES = [{"kind": "none"}, {"kind": "qi_dpfl"}, {"kind": "fixed", "reward": 20.0}]
+INCENTIVES = [
+    {"kind": "none"},
+    {"kind": "qi_dpfl"},
+    {"kind": "fixed", "reward": 20.0},
+    {"kind": "contract", "bins": 2, "lam": 0.01},
+    {"kind": "shapley", "reward": 1.0, "samples": 64},
+]
 
 
 def spec(family: str, name: str) -> dict[str, Any]:

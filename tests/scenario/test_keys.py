@@ -50,7 +50,7 @@ def test_explain_scenario_prints_every_key(capsys):
 @pytest.mark.parametrize(
     ("key", "first", "count"),
     [
-        ("game", "game: section", 15),
+        ("game", "game: section", 16),
         ("output.dir", "output.dir: str", 1),
         ("population.behaviours.0.share", "population.behaviours.N.share: float", 1),
     ],

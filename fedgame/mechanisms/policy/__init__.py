@@ -5,4 +5,5 @@ import fedgame.mechanisms.policy.always
 import fedgame.mechanisms.policy.bidding
 import fedgame.mechanisms.policy.game
 import fedgame.mechanisms.policy.learning
+import fedgame.mechanisms.policy.menu
 import fedgame.mechanisms.policy.seller
