@@ -62,6 +62,7 @@ def test_learner_limit_bench_prints_a_paired_ratio_per_case():
         assert b > 0 and v > 0 and ratio > 0
         assert diff < 1e-5  # both sides compute the same updates
 
+
 def test_shapley_bench_prints_cost_and_error_rows():
     cmd = [sys.executable, "bench/shapley.py", "--clients", "4", "--rounds", "1", "--small", "3"]
     cmd += ["--small-rounds", "1", "--samples", "32", "--permutations", "3", "--blocks", "1"]
