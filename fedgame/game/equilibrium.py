@@ -119,7 +119,8 @@ class FollowerUtility:
         slope = 2 * self.phi * self.nu[i]
 
         def marginal(x: float) -> float:
-            return self.reward * others / (x + others) ** 2 - slope * x
+            d = x + others  # R·S/d² as (R·(S/d))/d: no underflow to 0 at a subnormal S_-i
+            return self.reward * (others / d) / d - slope * x
 
         upper = float(self._upper[i])
         if marginal(upper) >= 0:
