@@ -25,6 +25,7 @@ from pydantic import (
 from fedgame.agents.population import Constant, Distribution, coerce_distribution
 from fedgame.game.rules import GameRules
 from fedgame.learning.settings import TrainingSettings
+from fedgame.market.spec import MarketRules, ServerSpec
 
 NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}")
 
@@ -263,6 +264,14 @@ class Scenario(_Strict):
     )
     output: Output = Field(default_factory=Output)
     sweep: Sweep = Field(default_factory=Sweep)
+    servers: list[ServerSpec] = Field(
+        default_factory=list,
+        description="competing servers, each {name, and any of data, model, training, "
+        "incentive, selection, aggregation, privacy}; empty: the one-server game",
+    )
+    market: MarketRules = Field(
+        default_factory=MarketRules, description="how competing servers play (with servers:)"
+    )
 
     _configs: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
     _behaviours: tuple[Any, ...] = PrivateAttr(default=())
