@@ -73,15 +73,20 @@ class MarketRules(BaseModel):
 
 def server_tree(base: dict[str, Any], spec: ServerSpec) -> dict[str, Any]:
     """The one-server scenario tree of ``spec``: the market's tree with the server's keys in
-    place (``data`` merged key by key, the others replaced) and no ``servers``/``market``."""
+    place and no ``servers``/``market``. ``data``, and a component given without ``kind``
+    (``incentive: {gamma: 0.3}``), are merged key by key into the market's; the others
+    replace it."""
     tree = {k: v for k, v in base.items() if k not in ("servers", "market", "sweep")}
     tree["name"] = f"{base.get('name', 'scenario')}.{spec.name}"[:100]
     for key in SERVER_KEYS:
         value = getattr(spec, key)
         if value is None:
             continue
-        if key == "data":
-            tree["data"] = {**dict(tree.get("data") or {}), **value}
+        base_value = tree.get(key)
+        if key == "data" or (
+            isinstance(value, dict) and "kind" not in value and isinstance(base_value, dict)
+        ):  # data key by key; a component without kind: the market's with these params
+            tree[key] = {**dict(base_value or {}), **value}
         else:
             tree[key] = value
     return tree

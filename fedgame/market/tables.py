@@ -2,7 +2,8 @@
 client (whom it served, its budget and pay per server).
 
 Rounds columns (besides the incentive's own: reward, sum_rho, players, server_cost_*,
-payments_total, welfare, ...): ``server``; ``selected`` and ``delivered`` clients;
+payments_total, welfare, ...): ``server``; ``participants`` (clients that answered its offer), ``selected`` and
+``uploaded`` (clients whose update it received);
 ``market_share`` = Σρ delivered to the server / Σρ delivered to all servers (the clients'
 privacy supply it won); ``client_share`` its share of the (client, server) deliveries;
 ``hhi`` = Σ_s market_share_s² (Herfindahl-Hirschman index on [1/S, 1], the same on each
@@ -60,8 +61,9 @@ class MarketRecorder:
             row.update({k: float(v) for k, v in metrics[s].items()})
             row.update(
                 reward=float(srv.now.offer.reward),
+                participants=int(srv.table.participating.sum()),
                 selected=len(srv.now.selected),
-                delivered=int(counts[s]),
+                uploaded=int(counts[s]),
                 market_share=float(share[s]),
                 client_share=float(cshare[s]),
                 hhi=hhi,

@@ -210,7 +210,7 @@ def _result(
         "status": status,
         "message": message,
         "rounds_planned": scenario.rounds,
-        "rounds_completed": len(rounds),
+        "rounds_completed": int(rounds["round"].nunique()) if "server" in rounds else len(rounds),
         "created": created,
         "device": str(model.world.device),
         "device_requested": scenario.training.device,
