@@ -26,19 +26,21 @@ class ServerSpec(BaseModel):
         description="the server's name (the rounds table's server column)",
     )
     data: dict[str, Any] | None = Field(
-        None, description="its task's data: {dataset, partition} (default: the scenario's)"
+        default=None, description="its task's data: {dataset, partition} (default: the scenario's)"
     )
-    model: Any = Field(None, description="its global model (default: the scenario's model)")
+    model: Any = Field(default=None, description="its global model (default: the scenario's model)")
     training: dict[str, Any] | None = Field(
-        None, description="its local training settings (default: the scenario's)"
+        default=None, description="its local training settings (default: the scenario's)"
     )
     incentive: Any = Field(
-        None, description="its reward offer, a contest incentive (default: the scenario's)"
+        default=None, description="its reward offer, a contest incentive (default: the scenario's)"
     )
-    selection: Any = Field(None, description="how it selects (default: the scenario's)")
-    aggregation: Any = Field(None, description="how it aggregates (default: the scenario's)")
+    selection: Any = Field(default=None, description="how it selects (default: the scenario's)")
+    aggregation: Any = Field(
+        default=None, description="how it aggregates (default: the scenario's)"
+    )
     privacy: Any = Field(
-        None, description="its privacy mechanism (same accountant for all servers)"
+        default=None, description="its privacy mechanism (same accountant for all servers)"
     )
 
 
@@ -53,21 +55,24 @@ class MarketRules(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     competition: Literal["independent", "best_response"] = Field(
-        "best_response",
+        default="best_response",
         description="independent (monopolist offers) or best_response (leaders' iterated "
         "best response within each round)",
     )
     leader_iterations: PositiveInt = Field(
-        20, le=1000, description="most rounds of leaders' best responses per federated round"
+        default=20,
+        le=1000,
+        description="most rounds of leaders' best responses per federated round",
     )
     leader_tol: PositiveFloat = Field(
-        1e-4, description="relative reward change under which the leaders' play has converged"
+        default=1e-4,
+        description="relative reward change under which the leaders' play has converged",
     )
     follower_iterations: PositiveInt = Field(
-        200, le=100000, description="most sweeps of the clients' joint best response"
+        default=200, le=100000, description="most sweeps of the clients' joint best response"
     )
     follower_tol: PositiveFloat = Field(
-        1e-10, description="budget change under which the clients' joint play has converged"
+        default=1e-10, description="budget change under which the clients' joint play has converged"
     )
 
 

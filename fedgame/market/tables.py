@@ -2,8 +2,8 @@
 client (whom it served, its budget and pay per server).
 
 Rounds columns (besides the incentive's own: reward, sum_rho, players, server_cost_*,
-payments_total, welfare, ...): ``server``; ``participants`` (clients that answered its offer), ``selected`` and
-``uploaded`` (clients whose update it received);
+payments_total, welfare, ...): ``server``; ``participants`` (clients that answered its
+offer), ``selected`` and ``uploaded`` (clients whose update it received);
 ``market_share`` = Σρ delivered to the server / Σρ delivered to all servers (the clients'
 privacy supply it won); ``client_share`` its share of the (client, server) deliveries;
 ``hhi`` = Σ_s market_share_s² (Herfindahl-Hirschman index on [1/S, 1], the same on each
@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+from fedgame.mechanisms.base import ReportsRounds
 
 if TYPE_CHECKING:
     from fedgame.market.model import MarketModel
@@ -44,7 +46,10 @@ class MarketRecorder:
     def record(self, model: MarketModel, *, spent_before: np.ndarray) -> None:
         t = model.steps
         servers = model.servers
-        metrics = [srv.incentive.round_metrics() for srv in servers]
+        metrics = [
+            srv.incentive.round_metrics() if isinstance(srv.incentive, ReportsRounds) else {}
+            for srv in servers
+        ]
         supply = np.array([float(m.get("sum_rho", 0.0) or 0.0) for m in metrics])
         delivered = [
             srv.now.selected[srv.now.sent] if srv.now.plan is not None else np.zeros(0, np.int64)

@@ -82,7 +82,7 @@ def test_within_budgets_and_each_allocation_a_best_response(nu, rewards, cap_sca
             if room <= 1e-12:
                 continue
             best = minimize_scalar(
-                lambda r: -_utility(r, s, i, rho, rewards, phi, nu),
+                lambda r, s=s, i=i: -_utility(r, s, i, rho, rewards, phi, nu),
                 bounds=(0.0, room),
                 method="bounded",
                 options={"xatol": 1e-12},
