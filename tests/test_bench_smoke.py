@@ -30,3 +30,19 @@ def test_calibration_bench_prints_the_pld_setup_line():
     total, _, calibrating, solved = line.split()[-4:]
     assert float(calibrating[:-1]) <= float(total[:-1])
     assert int(solved) == 3  # the validation's strictest target and the two budgets
+
+
+def test_servers_bench_prints_a_row_per_market_size():
+    cmd = [sys.executable, "bench/servers.py", "--clients", "8", "--trained", "4"]
+    cmd += ["--rounds", "1", "--warmup", "0", "--servers", "1,2"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()[2:]]
+    assert [(r[0], r[1]) for r in rows] == [
+        ("independent", "1"),
+        ("independent", "2"),
+        ("best_response", "1"),
+        ("best_response", "2"),
+    ]
+    for row in rows:  # seconds per round = training + the rest
+        assert abs(float(row[3]) - float(row[4]) - float(row[5])) < 2e-3
