@@ -15,13 +15,15 @@ budget), without and with stragglers (``straggle_prob`` 0.2), over several seeds
 * ``leaders_converged``: the share of rounds whose leaders' best responses converged.
 
 ``python -m fedgame.market.study [--seeds 5] [--rounds 12] [--workers 2] [--out DIR]`` prints
-one Markdown table (mean ± 95% Student-t half-width over seeds) and writes ``runs.csv``.
+one Markdown table (mean ± 95% Student-t half-width over seeds) and writes ``runs.csv``
+(each run is also appended to ``runs.jsonl`` as it ends).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import math
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -81,10 +83,11 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def jobs(seeds: int, rounds: int) -> list[dict[str, Any]]:
+    """Every setting for seed 0, then for seed 1, ... (a cut-short study covers them all)."""
     out = []
-    for stragglers in (False, True):
-        for servers, asymmetric in ((1, False), (2, False), (2, True), (4, False), (4, True)):
-            for seed in range(seeds):
+    for seed in range(seeds):
+        for stragglers in (False, True):
+            for servers, asymmetric in ((1, False), (2, False), (2, True), (4, False), (4, True)):
                 out.append(
                     {
                         "servers": servers,
@@ -146,11 +149,18 @@ def main(argv: list[str] | None = None) -> None:
 
     args = build_parser().parse_args(argv)
     todo = jobs(args.seeds, args.rounds)
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        rows = list(pool.map(measure, todo))
-    runs = pd.DataFrame(rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with (
+        ProcessPoolExecutor(max_workers=args.workers) as pool,
+        open(out / "runs.jsonl", "a") as log,
+    ):
+        for row in pool.map(measure, todo):  # in order; each kept as soon as it is in
+            rows.append(row)
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+    runs = pd.DataFrame(rows)
     runs.to_csv(out / "runs.csv", index=False)
     print(table(runs))
 

@@ -111,3 +111,16 @@ def test_the_command_line_refuses_a_bad_entry_with_exit_2(tiny, write_scenario):
     )
     assert done.returncode == 2
     assert "servers.1.incentive" in done.stderr and "contest incentive" in done.stderr
+
+
+def test_report_of_a_market_run_has_per_server_rows_and_the_figure(tiny, tmp_path):
+    from fedgame.analysis.report import write_report
+
+    result = run(duopoly(tiny), out=tmp_path)
+    page = write_report(result.run_dir)
+    text = page.read_text()
+    assert "| A |" in text and "| B |" in text
+    assert (page.parent / "market.png").stat().st_size > 10_000
+    summary = text.split("## Servers")[1]
+    deliveries = result.rounds.groupby("server")["uploaded"].sum()
+    assert f"| {deliveries['A']} |" in summary.splitlines()[4]  # row A: its deliveries
