@@ -18,7 +18,9 @@ from pydantic import (
     NonNegativeInt,
     PositiveInt,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -275,6 +277,16 @@ class Scenario(_Strict):
 
     _configs: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
     _behaviours: tuple[Any, ...] = PrivateAttr(default=())
+
+    @model_serializer(mode="wrap")
+    def _one_server_dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Without ``servers`` the dump is the one-server scenario's, key for key (run ids,
+        sweep ids and resolved files of one-server scenarios do not change)."""
+        data = handler(self)
+        if not self.servers:
+            data.pop("servers", None)
+            data.pop("market", None)
+        return data
 
     @field_validator("name")
     @classmethod
