@@ -1,4 +1,4 @@
-"""One ledger per client across servers: no client ever passes its (ε, δ), and what it gives
+"""One ledger per client across servers (fedgame.market): no client ever passes its (ε, δ), and
 one server is gone for the others (multi-server worlds of fedgame.market)."""
 
 from __future__ import annotations
