@@ -1,5 +1,5 @@
 """One ledger per client across servers (fedgame.market): no client ever passes its (ε, δ), and
-one server is gone for the others (multi-server worlds of fedgame.market)."""
+what it gives one server is gone for the others."""
 
 from __future__ import annotations
 
