@@ -124,3 +124,11 @@ def test_report_of_a_market_run_has_per_server_rows_and_the_figure(tiny, tmp_pat
     summary = text.split("## Servers")[1]
     deliveries = result.rounds.groupby("server")["uploaded"].sum()
     assert f"| {deliveries['A']} |" in summary.splitlines()[4]  # row A: its deliveries
+
+
+def test_the_one_server_model_refuses_a_market(tiny):
+    from fedgame.model import FedGameModel
+
+    with pytest.raises(ScenarioError) as err:
+        FedGameModel(load_scenario(duopoly(tiny)))
+    assert err.value.key == "servers" and "MarketModel" in str(err.value)
