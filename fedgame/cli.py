@@ -288,9 +288,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_DIVERGED
     if not args.quiet:
         last = result.rounds.iloc[-1]
+        accuracy = f"{last['test_accuracy']:.4f}"
+        if "server" in result.rounds:  # competing servers: one accuracy each
+            final = result.rounds[result.rounds["round"] == last["round"]]
+            accuracy = ", ".join(f"{r.server} {r.test_accuracy:.4f}" for r in final.itertuples())
         print(
-            f"{scenario.name}: {len(result.rounds)} rounds, test accuracy "
-            f"{last['test_accuracy']:.4f}, mean epsilon spent {last['epsilon_spent_mean']:.3f}"
+            f"{scenario.name}: {result.manifest['rounds_completed']} rounds, test accuracy "
+            f"{accuracy}, mean epsilon spent {last['epsilon_spent_mean']:.3f}"
         )
         print(f"clients table: {result.manifest['clients_table_rule']}")
         print(f"results: {result.run_dir}")

@@ -30,7 +30,7 @@ from fedgame.collect import (
     reporters_of,
     round_summary,
 )
-from fedgame.errors import DivergenceError
+from fedgame.errors import DivergenceError, ScenarioError
 from fedgame.game.economics_monitor import EconomicsMonitor
 from fedgame.game.monitor import OffersContest, RoundMonitor
 from fedgame.mechanisms.base import (
@@ -57,6 +57,9 @@ from fedgame.views import (
     RoundInfo,
     RoundRecord,
 )
+
+#: what a ``FedGameModel`` says to a scenario with competing servers
+MARKET_ONLY = "empty for FedGameModel: build fedgame.market.model.MarketModel for several servers"
 
 
 class FedGameModel(RosterModel):
@@ -90,6 +93,8 @@ class FedGameModel(RosterModel):
             if isinstance(scenario, Scenario) and not kwargs
             else scenario_from(scenario, **kwargs)
         )
+        if resolved.servers:  # several servers: fedgame run and fedgame.api build the market
+            raise ScenarioError("servers", len(resolved.servers), MARKET_ONLY)
         plan = SeedPlan(resolved.seed, replicate)
         super().__init__(seed=plan.seed_int("mesa"))
         self.scenario = resolved

@@ -75,3 +75,19 @@ def test_shapley_bench_prints_cost_and_error_rows():
     errors = [line.split() for line in lines[8:12]]
     assert all(row[0] == "3" and row[-3] == "8" for row in errors)  # exact: 2^3 coalitions
     assert all(0.0 <= float(row[-1]) <= 1.0 for row in errors)  # total variation of shares
+
+
+def test_servers_bench_prints_a_row_per_market_size():
+    cmd = [sys.executable, "bench/servers.py", "--clients", "8", "--trained", "4"]
+    cmd += ["--rounds", "1", "--warmup", "0", "--servers", "1,2"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()[2:]]
+    assert [(r[0], r[1]) for r in rows] == [
+        ("independent", "1"),
+        ("independent", "2"),
+        ("best_response", "1"),
+        ("best_response", "2"),
+    ]
+    for row in rows:  # seconds per round = training + the rest
+        assert abs(float(row[3]) - float(row[4]) - float(row[5])) < 2e-3

@@ -228,6 +228,10 @@ def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
 def run_report(run_dir: Path, out: Path, *, target: float) -> Path:
     """Write the report of the newest run at ``run_dir`` into ``out``; return its path."""
     run = load_run(run_dir)
+    if "server" in run.rounds.columns:  # several competing servers (fedgame.market)
+        from fedgame.market.report import market_report
+
+        return market_report(run, out)
     clients_n = run.scenario.get("population", {}).get(
         "clients", run.clients["client_id"].nunique()
     )

@@ -53,6 +53,8 @@ def tables(model: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     Only complete rounds are kept: a run stopped by a signal in the middle of recording a
     round has that round's rows in some columns and not others, and they are dropped.
     """
+    if hasattr(model, "frames"):  # a market of several servers (fedgame.market)
+        return model.frames()
     dc = model.datacollector
     recorded = min((len(v) for v in dc.model_vars.values()), default=0) - 1  # step 0 aside
     complete = max(min(recorded, max(dc.blocks, default=0)), 0)
@@ -105,11 +107,16 @@ def _simulate(
     created: str,
     threads: ThreadChoice,
 ) -> RunResult:
+    from fedgame.market.model import MarketModel
     from fedgame.model import FedGameModel
 
     with StopOnSignal() as stop:
         with setup_progress(progress):  # a line on stderr once set-up passes 2 s
-            model = FedGameModel(scenario, replicate=replicate)  # a signal here keeps nothing
+            model = (  # a signal here keeps nothing
+                MarketModel(scenario, replicate=replicate)
+                if scenario.servers
+                else FedGameModel(scenario, replicate=replicate)
+            )
         setup_s = time.perf_counter() - started
         status, message, signum = "completed", "", 0
         violation: dict[str, Any] | None = None
@@ -203,7 +210,7 @@ def _result(
         "status": status,
         "message": message,
         "rounds_planned": scenario.rounds,
-        "rounds_completed": len(rounds),
+        "rounds_completed": int(rounds["round"].nunique()) if "server" in rounds else len(rounds),
         "created": created,
         "device": str(model.world.device),
         "device_requested": scenario.training.device,

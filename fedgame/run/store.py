@@ -415,7 +415,8 @@ def run_folder_problem(run_dir: Path) -> str | None:
             rows[table] = pq.read_metadata(Path(run_dir) / f"{table}.parquet").num_rows
         except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
             return f"{table}.parquet unreadable ({' '.join(str(exc).split())})"
-    if rows["rounds"] != manifest.get("rounds_completed"):
+    servers = len(resolved.get("servers") or ()) or 1  # a market: one row per server
+    if rows["rounds"] != (manifest.get("rounds_completed") or 0) * servers:
         return (
             f"rounds.parquet has {rows['rounds']} rows, the manifest says "
             f"{manifest.get('rounds_completed')} rounds"

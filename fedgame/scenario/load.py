@@ -206,6 +206,10 @@ def validate(data: Mapping[str, Any], *, file: str | None = None) -> Scenario:
         check_no_bool_numbers(data, tree)
         check_finite(tree)
         check_cross_fields(scenario)
+        if scenario.servers:
+            from fedgame.market.spec import server_scenarios
+
+            server_scenarios(scenario)
     except ScenarioError as err:
         raise (err.with_file(file) if file else err) from None
     return scenario

@@ -18,13 +18,16 @@ from pydantic import (
     NonNegativeInt,
     PositiveInt,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from fedgame.agents.population import Constant, Distribution, coerce_distribution
 from fedgame.game.rules import GameRules
 from fedgame.learning.settings import TrainingSettings
+from fedgame.market.spec import MarketRules, ServerSpec
 
 NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}")
 
@@ -263,9 +266,27 @@ class Scenario(_Strict):
     )
     output: Output = Field(default_factory=Output)
     sweep: Sweep = Field(default_factory=Sweep)
+    servers: list[ServerSpec] = Field(
+        default_factory=list,
+        description="competing servers, each {name, and any of data, model, training, "
+        "incentive, selection, aggregation, privacy}; empty: the one-server game",
+    )
+    market: MarketRules = Field(
+        default_factory=MarketRules, description="how competing servers play (with servers:)"
+    )
 
     _configs: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
     _behaviours: tuple[Any, ...] = PrivateAttr(default=())
+
+    @model_serializer(mode="wrap")
+    def _one_server_dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Without ``servers`` the dump is the one-server scenario's, key for key (run ids,
+        sweep ids and resolved files of one-server scenarios do not change)."""
+        data = handler(self)
+        if not self.servers:
+            data.pop("servers", None)
+            data.pop("market", None)
+        return data
 
     @field_validator("name")
     @classmethod

@@ -1,0 +1,122 @@
+"""Seconds per market round at 1, 2 and 4 competing servers, equal total clients trained.
+
+Setting: one population of N clients (default 40, digits, logistic regression, 3 local SGD
+steps of batch 50, zCDP Gaussian noise); S servers (1, 2, 4), each with the QI-DPFL leader and
+``uniform`` selection of k = K/S clients (K = 24 by default), so every round trains K clients
+in all whatever S. Each client's budget is large (ε_total = 1000) so no one runs out.
+
+Per S and per ``market.competition`` (``independent``, ``best_response``) it prints the mean
+seconds per round over R rounds after W warm-up rounds (the model built first, not timed),
+split into training (``fedgame.market.training.train_federations``: today one
+``BatchedLearner`` call per server) and the rest (offers, the leaders' and followers' games,
+budget, privatise, aggregate, evaluate, tables).
+
+Usage: ``python bench/servers.py [--clients N] [--trained K] [--rounds R] [--warmup W]
+[--servers 1,2,4] [--device cpu|cuda|auto]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+
+import fedgame.market.model as market_model
+from fedgame.api import load_scenario
+from fedgame.market.model import MarketModel
+
+
+def scenario(
+    servers: int, *, clients: int, trained: int, rounds: int, device: str, competition: str
+) -> Any:
+    return load_scenario(
+        {
+            "name": f"bench-servers-{servers}",
+            "seed": 1,
+            "rounds": rounds,
+            "population": {
+                "clients": clients,
+                "privacy_value": {"dist": "uniform", "low": 0.9, "high": 1.1},
+                "budget": {"epsilon": 1000.0, "delta": 1e-5},
+            },
+            "data": {
+                "dataset": {"kind": "digits"},
+                "partition": {"kind": "dirichlet", "alpha": 1.0},
+            },
+            "model": {"kind": "logreg"},
+            "training": {"local_steps": 3, "batch_size": 50, "lr": 0.1, "device": device},
+            "incentive": {"kind": "qi_dpfl", "lam": 0.01},
+            "selection": {"kind": "uniform", "k": max(1, trained // servers)},
+            "privacy": {"kind": "zcdp_gaussian", "clip": 1.0},
+            "network": {"faults": {"kind": "none"}},
+            "market": {"competition": competition},
+            "servers": [{"name": f"S{j}"} for j in range(servers)],
+        }
+    )
+
+
+def measure(servers: int, args: argparse.Namespace, competition: str) -> tuple[float, float, int]:
+    """(seconds per round, of which training, clients trained per round)."""
+    model = MarketModel(
+        scenario(
+            servers,
+            clients=args.clients,
+            trained=args.trained,
+            rounds=args.warmup + args.rounds,
+            device=args.device,
+            competition=competition,
+        )
+    )
+    spent = [0.0]
+    original = market_model.train_federations
+
+    def timed(jobs: Any) -> Any:
+        start = time.perf_counter()
+        out = original(jobs)
+        spent[0] += time.perf_counter() - start
+        return out
+
+    market_model.train_federations = timed
+    try:
+        for _ in range(args.warmup):
+            model.step()
+        spent[0] = 0.0
+        start = time.perf_counter()
+        for _ in range(args.rounds):
+            model.step()
+        total = time.perf_counter() - start
+    finally:
+        market_model.train_federations = original
+    trained = int(np.sum([len(s.now.selected) for s in model.servers]))
+    return total / args.rounds, spent[0] / args.rounds, trained
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=40)
+    parser.add_argument("--trained", type=int, default=24)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--servers", default="1,2,4")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    counts = [int(s) for s in args.servers.split(",")]
+    print(
+        f"market round: N = {args.clients} clients, K = {args.trained} trained per round in all, "
+        f"{args.rounds} rounds after {args.warmup} warm-up, device {args.device}"
+    )
+    head = ("competition", "servers", "trained", "s/round", "training", "rest")
+    print(f"{head[0]:>14} " + " ".join(f"{h:>8}" for h in head[1:]))
+    for competition in ("independent", "best_response"):
+        for s in counts:
+            per_round, training, trained = measure(s, args, competition)
+            print(
+                f"{competition:>14} {s:>8} {trained:>8} {per_round:>8.3f} {training:>8.3f} "
+                f"{per_round - training:>8.3f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
