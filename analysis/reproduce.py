@@ -54,6 +54,7 @@ SCRIPTS = {
     "stragglers_topology_learning": False,
     "qi_dpfl_populations": True,
     "belief_explore": False,
+    "mechanisms": False,
     "lightdp_ablation": True,
     "privacy_aware_ablation": True,
     "dpfl_bcs_ablation": True,
