@@ -12,8 +12,13 @@ stragglers (probability ``--straggle``); complete information (the leader knows 
 incomplete (a log-normal belief, median 1, sd 1 on log ν, for the two families whose leader
 uses ν: contest and posted price; auctions, contracts and Shapley payments do not read ν,
 so their two information worlds are one run). Population: ν ~ U[0.5, 1.5], ε budgets ~
-U[8, 16] at δ = 1e-5, Dirichlet(1) digits, logistic regression. Economics columns are those
-of ``docs/economics.md`` (money units; ρ units for privacy bought).
+U[8, 16] at δ = 1e-5, Dirichlet(1) digits, logistic regression. Demand is matched where
+a family fixes it: the posted price buys at most ρ = 0.05 per seller a round, the auctions
+buy ρ = 0.05 from each of half the market's clients (the lowest bids), Shapley payments'
+clients take part at ρ = 0.05 whatever they are paid (a fixed reward R = 1 a round); the
+contest (``budgets: cap`` with budget-aware followers: the paper's leader ignores budgets
+and its followers run dry in a few rounds) and the contract choose ρ themselves. Economics
+columns are those of ``docs/economics.md`` (money units; ρ units for privacy bought).
 
 Per run: final test accuracy, the server's total payments, welfare summed over rounds,
 rounds with an individual-rationality violation, the largest ex-post regret of truthful play
@@ -44,12 +49,12 @@ ARMS: dict[str, tuple[dict[str, Any], dict[str, Any], bool]] = {
         True,
     ),
     "threshold auction": (
-        {"kind": "threshold_auction", "winners": 5, "rho": 0.02, "reserve": 3.0, **ECON},
+        {"kind": "threshold_auction", "rho": 0.05, "reserve": 3.0, **ECON},
         {"kind": "hedge_bidder"},
         False,
     ),
     "first-price auction": (
-        {"kind": "first_price_auction", "winners": 5, "rho": 0.02, "reserve": 3.0, **ECON},
+        {"kind": "first_price_auction", "rho": 0.05, "reserve": 3.0, **ECON},
         {"kind": "hedge_bidder"},
         False,
     ),
@@ -60,7 +65,8 @@ ARMS: dict[str, tuple[dict[str, Any], dict[str, Any], bool]] = {
         False,
     ),
 }
-QUICK_ARMS = tuple(ARMS)
+#: the auctions buy ``winners`` = half the market's clients, ρ = 0.05 each (the posted price's cap)
+AUCTIONS = ("threshold_auction", "first_price_auction")
 
 
 def build_parser() -> Any:
@@ -80,6 +86,8 @@ def scenario(
     """The world (``clients``, ``straggle``, ``informed``) under ``arm``'s leader."""
     incentive, policy, reads_nu = ARMS[arm]
     incentive = dict(incentive)
+    if incentive["kind"] in AUCTIONS:  # half the market wins, as many units as the price caps
+        incentive["winners"] = max(1, clients // 2)
     if reads_nu and not informed:
         incentive["belief"] = BELIEF
     return {

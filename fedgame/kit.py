@@ -53,7 +53,16 @@ privacy mechanism whose noise does not follow it (its ``follows``).
 (``prepare``), :class:`ReportsRounds` / :class:`ReportsClients` (``round_columns`` /
 ``client_columns`` and the metrics that fill them), :class:`ObservesFaults` (told the round's
 fault draw after the uploads) and :class:`OffersContest` (an incentive whose offer is a
-Tullock contest: the model then adds the game diagnostics and the ``no_market`` check).
+Tullock contest: the model then adds the game diagnostics and the ``no_market`` check),
+:class:`ClearsMarket` (an incentive that allocates after the bids, an auction: ``clear``
+returns the winners at the end of phase 3) and :class:`ValuesContributions` (an incentive
+that values the round's delivered updates before they are applied, e.g. Shapley payments).
+
+**Economics** (docs/economics.md): an incentive that declares :class:`ReportsOutcome`
+returns each round's :class:`RoundOutcome` (privacy bought, payments, true and reported
+costs per client) and gets the ``econ_*`` columns of the rounds table; one that also declares
+:class:`MeasuresDeviation` (``deviation_gains(ids, *, rng)``: each sampled client's best gain
+from another report or action) gets the ex-post regret columns.
 
 **Budgets** in zCDP units (ρ adds up over releases): :func:`epsilon_to_zcdp`
 ρ(ε) = (ε/(sqrt(L + ε) + sqrt(L)))², L = ln(1/δ), the largest ρ whose ε at δ is at most ε
@@ -76,19 +85,24 @@ from __future__ import annotations
 
 from fedgame.errors import ScenarioError
 from fedgame.game.contest import contest_equilibrium, solve_contest
+from fedgame.game.economics import RoundOutcome
 from fedgame.game.monitor import OffersContest
 from fedgame.game.stackelberg import ServerCost, ServerCostParams, server_cost
 from fedgame.mechanisms.base import (
     Aggregator,
+    ClearsMarket,
     ClientPolicy,
     FaultDraw,
     FaultModel,
     IncentiveMechanism,
+    MeasuresDeviation,
     ObservesFaults,
     Preparable,
     ReportsClients,
+    ReportsOutcome,
     ReportsRounds,
     SelectionPolicy,
+    ValuesContributions,
 )
 from fedgame.mechanisms.policy.market import epsilon_to_zcdp, rho_left, rho_remaining
 from fedgame.privacy.base import Charge, Charges, PrivacyMechanism, PrivacyPlan
@@ -146,6 +160,12 @@ __all__ = [  # noqa: RUF022
     "ReportsClients",
     "ObservesFaults",
     "OffersContest",
+    "ClearsMarket",
+    "ValuesContributions",
+    # economics
+    "ReportsOutcome",
+    "MeasuresDeviation",
+    "RoundOutcome",
     # budgets
     "epsilon_to_zcdp",
     "rho_left",
