@@ -300,7 +300,6 @@ def figure(rows: list[dict[str, Any]], worlds: list[tuple[Any, ...]], path: Any)
             )
         info = "complete" if informed else "incomplete"
         ax.set_title(f"{market} ({clients}), straggle {straggle:g}, {info}", fontsize=9)
-        ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlabel("payments over the run")
         ax.set_ylabel("final test accuracy")
         ax.grid(alpha=0.3)
