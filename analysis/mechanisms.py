@@ -20,6 +20,11 @@ contest (``budgets: cap`` with budget-aware followers: the paper's leader ignore
 and its followers run dry in a few rounds) and the contract choose ρ themselves. Economics
 columns are those of ``docs/economics.md`` (money units; ρ units for privacy bought).
 
+Payment fairness (1 − ½·L1 distance between the payment shares and the clipped Shapley shares
+of each round, averaged over the rounds that paid someone) needs a Shapley estimate every
+round: the thin market runs the audit (``game.audit_contributions``) under every family; the
+thick market does not (its cells read –).
+
 Per run: final test accuracy, the server's total payments, welfare summed over rounds,
 rounds with an individual-rationality violation, the largest ex-post regret of truthful play
 (deviation search), accuracy per unit of payment, the mean ε spent, and the payments made
@@ -67,6 +72,8 @@ ARMS: dict[str, tuple[dict[str, Any], dict[str, Any], bool]] = {
 }
 #: the auctions buy ``winners`` = half the market's clients, ρ = 0.05 each (the posted price's cap)
 AUCTIONS = ("threshold_auction", "first_price_auction")
+#: markets up to this many clients get the Shapley audit (``game.audit_contributions``)
+AUDIT_MAX = 10
 
 
 def build_parser() -> Any:
@@ -109,6 +116,9 @@ def scenario(
         "privacy": {"kind": "zcdp_gaussian", "clip": 1.0},
         "aggregation": {"kind": "fedavg"},
         "network": {"topology": {"kind": "star"}, "faults": {"kind": "independent"}},
+        # payment fairness needs each round's Shapley estimate: audited in the thin market
+        # (exact up to 8 delivered clients, else GTG-Shapley), where it is cheap
+        "game": {"audit_contributions": clients <= AUDIT_MAX},
     }
 
 
@@ -124,6 +134,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
         "econ_regret_max",
         "econ_client_surplus",
         "econ_sellers",
+        "econ_fairness",
     )
     out: dict[str, Any] = {c: [float(v) for v in rounds[c]] for c in keep}
     out["epsilon_spent"] = float(rounds["epsilon_spent_mean"].iloc[-1])
@@ -155,7 +166,14 @@ def summarise(r: dict[str, Any], target: float) -> dict[str, float]:
         "epsilon": r["epsilon_spent"],
         "cost_to_target": cost_to(r["test_accuracy"], r["econ_server_cost"], target),
         "surplus": sum(r["econ_client_surplus"]),
+        "fairness": nanmean(r["econ_fairness"]),
     }
+
+
+def nanmean(values: list[float]) -> float:
+    """Mean of the finite values (NaN when there is none: e.g. no audit, nobody paid)."""
+    finite = [v for v in values if math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else math.nan
 
 
 def main() -> None:
@@ -235,6 +253,7 @@ def main() -> None:
                 cell(arm, world, "surplus", 2),
                 cell(arm, world, "ir_rounds", 1),
                 cell(arm, world, "regret", 3),
+                cell(arm, world, "fairness", 2),
                 cell(arm, world, "epsilon", 2),
             ]
             for arm in ARMS
@@ -252,6 +271,7 @@ def main() -> None:
                 "client surplus",
                 "rounds with IR violations",
                 "max regret of truthful play",
+                "payment fairness",
                 "mean ε spent",
             ],
             table,
