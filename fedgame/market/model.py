@@ -32,7 +32,7 @@ from fedgame.market.leaders import LeadersPlay
 from fedgame.market.server import MarketServer, ServerRound, SharedReleases
 from fedgame.market.spec import server_scenarios
 from fedgame.market.tables import MarketRecorder
-from fedgame.market.training import TrainingJob, train_federations
+from fedgame.market.training import TrainingJob, learner_groups, train_federations
 from fedgame.mechanisms.base import ObservesFaults
 from fedgame.privacy.budget import PrivacyBudget
 from fedgame.privacy.invariant import PrivacyInvariant
@@ -121,6 +121,17 @@ class MarketModel(mesa.Model):
             )
             prepare_components(srv.world, srv.table.views(), plan=srv.plan, rounds=resolved.rounds)
             srv.releases.refresh(srv.table.client_id)
+        #: servers whose learners can train in one batched call share a group number
+        self.learner_groups = learner_groups(
+            [srv.learner for srv in self.servers],
+            [
+                [
+                    srv.scenario.model.model_dump(mode="json"),
+                    srv.scenario.data.model_dump(mode="json"),
+                ]
+                for srv in self.servers
+            ],
+        )
         self.clients = [MarketClient(self, i) for i in range(len(first.table))]
         self.faults = first.world.components.faults
         self._observers = [
@@ -206,6 +217,7 @@ class MarketModel(mesa.Model):
             t - 1,
             srv.torch_generator("training", t),
             dict(srv.now.plan.training_hooks()),
+            self.learner_groups[srv.index],
         )
 
     def share_spent(self, charging: MarketServer, ids: np.ndarray) -> None:
