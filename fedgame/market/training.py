@@ -15,6 +15,7 @@ round or per-sample clipping differ.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -158,7 +159,7 @@ def _together(jobs: Sequence[TrainingJob]) -> list[Any]:
     bounds = np.cumsum([0, *sizes]).tolist()
     return [
         LocalResult(result.updates[lo:hi], result.train_loss[lo:hi])
-        for lo, hi in zip(bounds[:-1], bounds[1:])
+        for lo, hi in itertools.pairwise(bounds)
     ]
 
 
