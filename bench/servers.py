@@ -5,19 +5,22 @@ steps of batch 50, zCDP Gaussian noise); S servers (1, 2, 4), each with the QI-D
 ``uniform`` selection of k = K/S clients (K = 24 by default), so every round trains K clients
 in all whatever S. Each client's budget is large (ε_total = 1000) so no one runs out.
 
-Per S and per ``market.competition`` (``independent``, ``best_response``) it prints the mean
-seconds per round over R rounds after W warm-up rounds (the model built first, not timed),
-split into training (``fedgame.market.training.train_federations``: today one
-``BatchedLearner`` call per server) and the rest (offers, the leaders' and followers' games,
-budget, privatise, aggregate, evaluate, tables).
+Per ``market.competition`` (``independent``, ``best_response``), S and training path it prints
+the mean seconds per round over R rounds after W warm-up rounds (the model built first, not
+timed), split into training (``fedgame.market.training.train_federations``) and the rest
+(offers, the leaders' and followers' games, budget, privatise, aggregate, evaluate, tables).
+The paths: ``separate`` (before issue 35 item 4: one ``BatchedLearner.train`` call per server,
+in turn), ``batched`` (the default: one ``train_models`` call for all servers of a learner
+group) and ``batched+eval`` (also ``market.batched_evaluation``: one ``evaluate_models`` call).
 
 Usage: ``python bench/servers.py [--clients N] [--trained K] [--rounds R] [--warmup W]
-[--servers 1,2,4] [--device cpu|cuda|auto]``.
+[--servers 1,2,4] [--competition independent,best_response] [--device cpu|cuda|auto]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from typing import Any
 
@@ -29,7 +32,14 @@ from fedgame.market.model import MarketModel
 
 
 def scenario(
-    servers: int, *, clients: int, trained: int, rounds: int, device: str, competition: str
+    servers: int,
+    *,
+    clients: int,
+    trained: int,
+    rounds: int,
+    device: str,
+    competition: str,
+    batched_evaluation: bool = False,
 ) -> Any:
     return load_scenario(
         {
@@ -51,13 +61,15 @@ def scenario(
             "selection": {"kind": "uniform", "k": max(1, trained // servers)},
             "privacy": {"kind": "zcdp_gaussian", "clip": 1.0},
             "network": {"faults": {"kind": "none"}},
-            "market": {"competition": competition},
+            "market": {"competition": competition, "batched_evaluation": batched_evaluation},
             "servers": [{"name": f"S{j}"} for j in range(servers)],
         }
     )
 
 
-def measure(servers: int, args: argparse.Namespace, competition: str) -> tuple[float, float, int]:
+def measure(
+    servers: int, args: argparse.Namespace, competition: str, path: str
+) -> tuple[float, float, int]:
     """(seconds per round, of which training, clients trained per round)."""
     model = MarketModel(
         scenario(
@@ -67,12 +79,15 @@ def measure(servers: int, args: argparse.Namespace, competition: str) -> tuple[f
             rounds=args.warmup + args.rounds,
             device=args.device,
             competition=competition,
+            batched_evaluation=path == "batched+eval",
         )
     )
     spent = [0.0]
     original = market_model.train_federations
 
     def timed(jobs: Any) -> Any:
+        if path == "separate":  # no learner group: one train call per server, as before
+            jobs = [None if j is None else dataclasses.replace(j, group=-1) for j in jobs]
         start = time.perf_counter()
         out = original(jobs)
         spent[0] += time.perf_counter() - start
@@ -100,6 +115,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--servers", default="1,2,4")
+    parser.add_argument("--competition", default="independent,best_response")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     counts = [int(s) for s in args.servers.split(",")]
@@ -107,15 +123,16 @@ def main() -> None:
         f"market round: N = {args.clients} clients, K = {args.trained} trained per round in all, "
         f"{args.rounds} rounds after {args.warmup} warm-up, device {args.device}"
     )
-    head = ("competition", "servers", "trained", "s/round", "training", "rest")
-    print(f"{head[0]:>14} " + " ".join(f"{h:>8}" for h in head[1:]))
-    for competition in ("independent", "best_response"):
+    head = ("servers", "trained", "s/round", "training", "rest")
+    print(f"{'competition':>14} {'path':>12} " + " ".join(f"{h:>8}" for h in head))
+    for competition in args.competition.split(","):
         for s in counts:
-            per_round, training, trained = measure(s, args, competition)
-            print(
-                f"{competition:>14} {s:>8} {trained:>8} {per_round:>8.3f} {training:>8.3f} "
-                f"{per_round - training:>8.3f}"
-            )
+            for path in ("separate", "batched", "batched+eval"):
+                per_round, training, trained = measure(s, args, competition, path)
+                print(
+                    f"{competition:>14} {path:>12} {s:>8} {trained:>8} {per_round:>8.4f} "
+                    f"{training:>8.4f} {per_round - training:>8.4f}"
+                )
 
 
 if __name__ == "__main__":
