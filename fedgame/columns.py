@@ -159,6 +159,61 @@ SWEEP: dict[str, Spec] = {
 #: what a swept key column (named by its dotted scenario key) is
 SWEPT_KEY = "swept scenario key: its value in this run (fedgame explain scenario KEY)"
 
+#: the writer of the columns a market (a scenario with ``servers:``) adds
+MARKET_WRITER = "fedgame market (scenarios with servers)"
+#: the columns a market's rounds table adds, one row per round and server
+#: (:mod:`fedgame.market.tables`)
+MARKET_ROUNDS: dict[str, Spec] = {
+    "server": Spec("the server this row is about (servers.<i>.name)", "", "string"),
+    "market_share": Spec(
+        "Σρ delivered to this server / Σρ delivered to all servers this round: the share of "
+        "the clients' privacy supply it won (NaN when nobody delivered)",
+        "fraction",
+    ),
+    "client_share": Spec(
+        "this server's share of the round's (client, server) deliveries (NaN when nobody "
+        "delivered)",
+        "fraction",
+    ),
+    "hhi": Spec(
+        "Herfindahl-Hirschman index Σ_s market_share_s² on [1/S, 1] (the same on every "
+        "server's row of a round)",
+    ),
+    "leaders_converged": Spec(
+        "the leaders' iterated best responses on rewards met market.leader_tol this round "
+        "(market.competition independent, or one server: no game, true)",
+        "",
+        "bool",
+    ),
+    "leaders_iterations": Spec(
+        "rounds of the leaders' best responses this round (0: no game)", "iterations", "int64"
+    ),
+    "followers_converged": Spec(
+        "the clients' joint best response (budgets split among the servers) met "
+        "market.follower_tol",
+        "",
+        "bool",
+    ),
+    "followers_iterations": Spec(
+        "sweeps of the clients' joint best response this round", "iterations", "int64"
+    ),
+}
+#: the columns a market's clients table adds (``<server>``: each server's name)
+MARKET_CLIENTS: dict[str, Spec] = {
+    "rho_<server>": Spec(
+        "ρ_i of the update it delivered to that server (0 when it delivered none)", "ρ (zCDP)"
+    ),
+    "payment_<server>": Spec("what that server paid it this round", "reward units"),
+    "served": Spec(
+        "the servers it delivered an update to this round, joined by ',' (empty: none)",
+        "",
+        "string",
+    ),
+    "servers_served": Spec("how many servers it delivered an update to", "servers", "int64"),
+}
+#: the per-server columns of a market's clients table: prefix -> dictionary key
+MARKET_PER_SERVER = {"rho_": "rho_<server>", "payment_": "payment_<server>"}
+
 _R = "reward units"
 #: columns plug-ins declare (``round_columns`` / ``client_columns``), by name: one entry each
 PLUGIN_COLUMNS: dict[str, Spec] = {
@@ -468,7 +523,27 @@ def spec_of(table: str, name: str) -> Spec | None:
         own = _client_specs().get(name)
     else:
         own = ROUNDS.get(name) or (SWEEP.get(name) if table == "sweep" else None)
-    return own or PLUGIN_COLUMNS.get(name)
+    return own or PLUGIN_COLUMNS.get(name) or _market_spec(table, name)
+
+
+def _market_key(table: str, name: str) -> str | None:
+    """The market dictionary's key of column ``name`` (``rho_<server>`` for ``rho_A``), or
+    None; asked only for a column nothing else describes."""
+    if table == "clients":
+        if name in MARKET_CLIENTS:
+            return name
+        for prefix, key in MARKET_PER_SERVER.items():
+            if name.startswith(prefix) and len(name) > len(prefix):
+                return key
+        return None
+    return name if name in MARKET_ROUNDS else None
+
+
+def _market_spec(table: str, name: str) -> Spec | None:
+    key = _market_key(table, name)
+    if key is None:
+        return None
+    return (MARKET_CLIENTS if table == "clients" else MARKET_ROUNDS)[key]
 
 
 def _is_core(table: str, name: str) -> bool:
@@ -489,6 +564,8 @@ def column(
     base = "rounds" if table == "sweep" else table
     if _is_core(table, name):
         writer = CORE
+    elif spec is not None and spec is _market_spec(table, name):
+        writer = MARKET_WRITER
     else:
         pairs = _writers().get((base, name), ())
         if plugins is not None:
@@ -518,6 +595,16 @@ def dictionary(table: str | None = None) -> list[Column]:
         plugin.sort(key=lambda c: c.writer)  # stable: each writer's columns as declared
         out += [*(column(t, name) for name in own), *plugin]
     return out
+
+
+def market_dictionary() -> list[Column]:
+    """The columns a market (a scenario with ``servers:``) adds to its rounds and clients
+    tables (``rho_<server>``/``payment_<server>``: one column per server)."""
+    return [
+        Column(name, table, spec.meaning, spec.unit, spec.dtype, MARKET_WRITER)
+        for table, specs in (("rounds", MARKET_ROUNDS), ("clients", MARKET_CLIENTS))
+        for name, spec in specs.items()
+    ]
 
 
 # ---------------------------------------------------------------------- the frames
@@ -695,6 +782,21 @@ def markdown() -> str:
             meaning = c.meaning.replace("|", "\\|")
             lines.append(f"| `{c.name}` | {c.dtype} | {c.unit} | {meaning} | {c.writer} |")
         lines.append("")
+    lines += [
+        "## Markets: what a scenario with `servers:` adds (docs/competition.md)",
+        "",
+        "A market's rounds table has one row per round and server; its clients table one row",
+        "per round and client, with one `rho_<server>` and one `payment_<server>` column per",
+        "server (`rho_A`, `payment_A`, ...). Its other columns are the ones above (`rho`,",
+        "`payment` summed over the servers).",
+        "",
+        "| table | column | dtype | unit | meaning |",
+        "|---|---|---|---|---|",
+    ]
+    for c in market_dictionary():
+        meaning = c.meaning.replace("|", "\\|")
+        lines.append(f"| {c.table} | `{c.name}` | {c.dtype} | {c.unit} | {meaning} |")
+    lines.append("")
     return "\n".join(lines)
 
 

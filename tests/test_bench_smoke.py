@@ -83,11 +83,12 @@ def test_servers_bench_prints_a_row_per_market_size():
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines()[2:]]
-    assert [(r[0], r[1]) for r in rows] == [
-        ("independent", "1"),
-        ("independent", "2"),
-        ("best_response", "1"),
-        ("best_response", "2"),
+    paths = ("separate", "batched", "batched+eval")
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        (competition, path, servers)
+        for competition in ("independent", "best_response")
+        for servers in ("1", "2")
+        for path in paths
     ]
     for row in rows:  # seconds per round = training + the rest
-        assert abs(float(row[3]) - float(row[4]) - float(row[5])) < 2e-3
+        assert abs(float(row[4]) - float(row[5]) - float(row[6])) < 2e-3

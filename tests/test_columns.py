@@ -168,3 +168,45 @@ def test_a_sweep_parquet_carries_the_dictionary_of_its_columns(tmp_path):
     assert stored.at["replicate", "dtype"] == "int64"
     assert stored.at["willing", "writer"] == columns.CORE
     assert pd.read_parquet(swept.path / "sweep.parquet")["willing"].dtype == np.int64
+
+
+def test_a_market_run_describes_its_columns_in_its_files(tmp_path):
+    """A scenario with ``servers:`` writes its market columns (server, shares, the leaders'
+    and followers' play, whom each client served, rho_/payment_ per server) described."""
+    data = yaml.safe_load((REPO / "scenarios" / "duopoly.yaml").read_text())
+    data = apply_overrides(
+        data, [("rounds", 2), ("population.clients", 8), ("training.device", "cpu")]
+    )
+    run_dir = simulate(validate(data), out_dir=tmp_path).run_dir
+    market = {(c.table, c.name) for c in columns.market_dictionary()}
+    seen = set()
+    for table in ("rounds", "clients"):
+        path = run_dir / f"{table}.parquet"
+        frame = pd.read_parquet(path)
+        stored = columns.read_dictionary(path).set_index("name")
+        assert stored.index.tolist() == frame.columns.tolist()
+        for name in frame.columns:
+            entry = stored.loc[name]
+            assert entry["meaning"], (table, name)
+            key = name.replace("_A", "_<server>").replace("_B", "_<server>")
+            if (table, key) in market:
+                seen.add((table, key))
+                assert entry["writer"] == columns.MARKET_WRITER, (table, name)
+                assert entry["dtype"] == columns._frame_dtype(frame[name]), (table, name)
+    assert seen == market, sorted(market - seen)
+    rounds = pd.read_parquet(run_dir / "rounds.parquet")
+    assert rounds["server"].tolist() == ["A", "B", "A", "B"]
+    stored = columns.read_dictionary(run_dir / "clients.parquet").set_index("name")
+    assert stored.at["rho_A", "meaning"] == columns.MARKET_CLIENTS["rho_<server>"].meaning
+
+
+def test_market_columns_do_not_shadow_other_columns():
+    """A market entry is the fallback for a column nothing else describes."""
+    assert columns.column("clients", "rho").writer != columns.MARKET_WRITER
+    assert columns.column("clients", "epsilon_spent").writer == columns.CORE
+    assert columns.column("rounds", "payments_total").writer != columns.MARKET_WRITER
+    assert columns.spec_of("clients", "rho_") is None  # a prefix alone names no server
+    assert columns.spec_of("rounds", "rho_A") is None  # per-server columns are the clients'
+    assert set(columns.MARKET_ROUNDS).isdisjoint(columns.ROUNDS)
+    assert set(columns.MARKET_ROUNDS).isdisjoint(columns.PLUGIN_COLUMNS)
+    assert set(columns.MARKET_CLIENTS).isdisjoint(columns._client_specs())

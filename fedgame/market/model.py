@@ -32,7 +32,12 @@ from fedgame.market.leaders import LeadersPlay
 from fedgame.market.server import MarketServer, ServerRound, SharedReleases
 from fedgame.market.spec import server_scenarios
 from fedgame.market.tables import MarketRecorder
-from fedgame.market.training import TrainingJob, train_federations
+from fedgame.market.training import (
+    TrainingJob,
+    evaluate_federations,
+    learner_groups,
+    train_federations,
+)
 from fedgame.mechanisms.base import ObservesFaults
 from fedgame.privacy.budget import PrivacyBudget
 from fedgame.privacy.invariant import PrivacyInvariant
@@ -121,6 +126,17 @@ class MarketModel(mesa.Model):
             )
             prepare_components(srv.world, srv.table.views(), plan=srv.plan, rounds=resolved.rounds)
             srv.releases.refresh(srv.table.client_id)
+        #: servers whose learners can train in one batched call share a group number
+        self.learner_groups = learner_groups(
+            [srv.learner for srv in self.servers],
+            [
+                [
+                    srv.scenario.model.model_dump(mode="json"),
+                    srv.scenario.data.model_dump(mode="json"),
+                ]
+                for srv in self.servers
+            ],
+        )
         self.clients = [MarketClient(self, i) for i in range(len(first.table))]
         self.faults = first.world.components.faults
         self._observers = [
@@ -183,8 +199,11 @@ class MarketModel(mesa.Model):
             comp.observe_faults(draw, info=infos[srv.index])
         # 5. training, every federation in one call; 6-9. privatise, aggregate, pay
         jobs = [self._job(srv, t) for srv in self.servers]
+        batched = self.rules.batched_evaluation
         for srv, local, info in zip(self.servers, train_federations(jobs), infos):
-            srv.finish(local, info)
+            srv.finish(local, info, evaluate=not batched)
+        if batched:
+            self._evaluate(infos)
         self.round_wall_time = time.perf_counter() - started
         self.recorder.record(self, spent_before=before)
         for srv in self.servers:
@@ -206,7 +225,17 @@ class MarketModel(mesa.Model):
             t - 1,
             srv.torch_generator("training", t),
             dict(srv.now.plan.training_hooks()),
+            self.learner_groups[srv.index],
         )
+
+    def _evaluate(self, infos: list[Any]) -> None:
+        """The changed models, one ``evaluate_models`` call per learner group."""
+        changed = [srv for srv in self.servers if srv.now.evaluate]
+        groups = [self.learner_groups[srv.index] for srv in changed]
+        results = evaluate_federations([srv.learner for srv in changed], groups)
+        for srv, (acc, loss) in zip(changed, results):
+            srv.test_accuracy, srv.test_loss = acc, loss
+            srv.check_finite(infos[srv.index])
 
     def share_spent(self, charging: MarketServer, ids: np.ndarray) -> None:
         """After ``charging`` charged ``ids``: the same ε spent in every other server's

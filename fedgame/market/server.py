@@ -63,6 +63,7 @@ class ServerRound:
     withdrawn: int = 0
     payments: dict[int, float] = dataclasses.field(default_factory=dict)
     aggregation_failed: bool = False
+    evaluate: bool = False  # the model changed; the market evaluates it (batched_evaluation)
 
 
 class MarketServer(mesa.Agent):
@@ -150,8 +151,10 @@ class MarketServer(mesa.Agent):
         self.releases.settle(admitted.plan, admitted.ids, sent, info, recorder=self._recorder)
         return admitted.ids[sent]
 
-    def finish(self, local: Any, info: RoundInfo) -> None:
-        """Phases 6-9 after training: privatise, upload, aggregate and evaluate, pay."""
+    def finish(self, local: Any, info: RoundInfo, *, evaluate: bool = True) -> None:
+        """Phases 6-9 after training: privatise, upload, aggregate and evaluate, pay
+        (``evaluate=False``: the market evaluates the changed models afterwards, then calls
+        :meth:`check_finite`)."""
         now = self.now
         if local is not None and now.plan is not None:
             ids = now.selected
@@ -161,16 +164,21 @@ class MarketServer(mesa.Agent):
             )
             self.table.noise_std[ids] = now.plan.noise_std
             if now.sent.any():
-                self._aggregate(updates, info)
-        if not math.isfinite(self.test_loss):
-            raise DivergenceError.in_round(
-                info.round, f"server {self.name}: test loss became {self.test_loss}"
-            )
+                self._aggregate(updates, info, evaluate=evaluate)
+        if evaluate:
+            self.check_finite(info)
         delivered = () if now.responses is None else now.responses[now.sent]
         now.payments = self.incentive.settle(now.offer, delivered, info=info)
         self.table.settle(now.payments)
 
-    def _aggregate(self, updates: torch.Tensor, info: RoundInfo) -> None:
+    def check_finite(self, info: RoundInfo) -> None:
+        """``DivergenceError`` if the test loss is not finite."""
+        if not math.isfinite(self.test_loss):
+            raise DivergenceError.in_round(
+                info.round, f"server {self.name}: test loss became {self.test_loss}"
+            )
+
+    def _aggregate(self, updates: torch.Tensor, info: RoundInfo, *, evaluate: bool) -> None:
         now = self.now
         ok = now.sent
         ids = now.selected[ok]
@@ -193,6 +201,9 @@ class MarketServer(mesa.Agent):
             return
         try:
             self.learner.apply_update(delta)
-            self.test_accuracy, self.test_loss = self.learner.evaluate()
+            if evaluate:
+                self.test_accuracy, self.test_loss = self.learner.evaluate()
+            else:
+                now.evaluate = True
         except DivergenceError as exc:
             raise DivergenceError.in_round(info.round, f"server {self.name}: {exc}") from None

@@ -74,6 +74,12 @@ class MarketRules(BaseModel):
     follower_tol: PositiveFloat = Field(
         default=1e-10, description="budget change under which the clients' joint play has converged"
     )
+    batched_evaluation: bool = Field(
+        default=False,
+        description="evaluate the global models of servers with one architecture and data in "
+        "one batched pass (equal to separate evaluations up to float rounding, so not bit for "
+        "bit: off by default)",
+    )
 
 
 def server_tree(base: dict[str, Any], spec: ServerSpec) -> dict[str, Any]:
