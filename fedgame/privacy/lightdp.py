@@ -32,7 +32,7 @@ from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.game import lightdp as ld
 from fedgame.mechanisms.base import BoundsStragglers, StragglerLaw
-from fedgame.privacy.base import PrivacyPlan
+from fedgame.privacy.base import Charge, PrivacyPlan  # noqa: F401 (pdoc reads the inherited fields here)
 from fedgame.privacy.distributed import (
     BoundsConfig,
     PerRoundGaussian,
