@@ -55,7 +55,7 @@ PANELS = (
     Panel("Nash gap", "utility gap", (("nash_gap_max", "max"), ("nash_gap_mean", "mean"))),
     Panel(
         "mechanism",
-        "see legend",
+        "value",
         (
             ("price", "posted price"),
             ("clearing_price", "clearing price"),
