@@ -5,7 +5,8 @@ by relative path, so the folder can be moved or attached as it is. It names the 
 (from the runs' resolved scenarios) and writes only the sections that apply: the reward,
 cost and Σρ columns, the equilibrium section, its elasticities and the market figures need
 an incentive other than ``none``; the economics section (:mod:`fedgame.analysis.economics`)
-needs the ``econ_*`` columns, which every incentive that reports its outcome writes.
+needs the ``econ_*`` columns, which every incentive that reports its outcome writes; the
+mechanism section (:mod:`fedgame.analysis.mechanism`) the incentive family's own columns.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from fedgame.analysis.markdown import (
     readable_keys,
     with_ci,
 )
+from fedgame.analysis.mechanism import mechanism_section
 from fedgame.analysis.quantities import format_number, plural, quantity
 from fedgame.analysis.summary import run_metrics, summarise
 from fedgame.analysis.sweep import find_sweep, load_sweep
@@ -217,6 +219,7 @@ def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
         made |= _heatmaps(summary, keys, [m for m in maps if m in summary], out)
     lines += ["## Figures", "", BAND_NOTE, "", *_figure_lines(made, out)]
     lines += economics_section(rounds, out, by=keys)
+    lines += mechanism_section(rounds, sweep.clients, out, by=keys)
     failed = runs[runs["status"] == "failed"]
     if len(failed):
         failed = readable_keys(failed[["run_id", *keys, "message"]], keys)
@@ -271,6 +274,7 @@ def run_report(run_dir: Path, out: Path, *, target: float) -> Path:
         made["Reward and Σρ"] = figures.trajectories(rounds, path=out / "trajectories.png")
     lines += ["## Figures", "", *_figure_lines(made, out)]
     lines += economics_section(rounds, out)
+    lines += mechanism_section(rounds, clients, out)
     atomic_write_text(out / "report.md", "\n".join(lines))
     return out / "report.md"
 

@@ -1,7 +1,10 @@
 """Live curves of the rounds table: one small ECharts panel per quantity the run records.
 
 Panels: test accuracy; participants (willing, selected, uploaded); ε spent (min, mean, max);
-the leader's reward R_t; Σρ (the zCDP budgets delivered); the Nash gap (max and mean). A panel
+the leader's reward R_t; Σρ (the zCDP budgets delivered); the Nash gap (max and mean); the
+incentive family's own per-round quantities ("mechanism": posted ``price``; auction
+``clearing_price`` and ``shading``; the contract menu's lowest and highest payment r_k;
+Shapley ``shapley_sum``, whichever the scenario's incentive writes). A panel
 whose columns the scenario does not record (no incentive: no R_t, Σρ or Nash gap), or records
 only as NaN, is left out. The x axis spans the planned rounds from round 0 on; a y axis starts
 at 0 (accuracy spans [0, 1]), so a first point does not autoscale to nothing. Values below
@@ -50,6 +53,18 @@ PANELS = (
     Panel("reward R_t", "reward", (("reward", "R_t"),)),
     Panel("Σρ delivered", "Σρ", (("sum_rho", "Σρ"),)),
     Panel("Nash gap", "utility gap", (("nash_gap_max", "max"), ("nash_gap_mean", "mean"))),
+    Panel(
+        "mechanism",
+        "value",
+        (
+            ("price", "posted price"),
+            ("clearing_price", "clearing price"),
+            ("shading", "shading"),
+            ("menu_pay_low", "lowest r_k"),
+            ("menu_pay_high", "highest r_k"),
+            ("shapley_sum", "Σφ"),
+        ),
+    ),
 )
 
 

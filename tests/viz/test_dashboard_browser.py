@@ -283,3 +283,33 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path):
         sock.close()
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"127.0.0.1:{port} is in use" in result.stderr
+
+
+def test_an_auction_replay_shows_the_mechanism_chart_and_updates_it_in_place(
+    dashboard, browser, tmp_path
+):
+    out = tmp_path / "results"
+    code = "import sys; from fedgame.cli import main; sys.exit(main())"
+    # check=False: exit 4 (degenerate play) keeps the finished rounds
+    subprocess.run(
+        [sys.executable, "-c", code, "run", str(REPO / "scenarios" / "auction_first_price.yaml"),
+         "--quiet", "--out", str(out), "--set", "rounds=3"],
+        check=False, timeout=300,
+    )  # fmt: skip
+    url = dashboard(str(out / "auction_first_price"))
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.goto(url)
+    _wait_for_round(page, 1, FIRST_PAGE_MS)
+    chart = '.fedgame-curve[data-panel="mechanism"]'
+    before = _chart_data(page, chart)
+    assert page.locator(chart).count() == 1
+    page.get_by_role("button", name="Step").click()
+    _wait_for_round(page, 2)
+    page.wait_for_function(
+        "([s, old]) => JSON.stringify(document.querySelector(s).__vue__.chart.getOption()"
+        ".series.map(x => x.data)) !== old",
+        arg=[chart, before],
+        timeout=60_000,
+    )
+    assert page.locator(chart).count() == 1  # the same chart, redrawn in place
+    page.locator(chart).screenshot(path=str(tmp_path / "dashboard-mechanism.png"))

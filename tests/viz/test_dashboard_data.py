@@ -186,3 +186,28 @@ def test_a_loopback_address_is_told_from_others():
 
     assert all(map(is_loopback, ("127.0.0.1", "127.1.2.3", "::1", "localhost")))
     assert not any(map(is_loopback, ("0.0.0.0", "192.168.1.4", "::", "example.org")))
+
+
+def test_the_mechanism_panel_draws_the_incentives_own_columns_and_only_those():
+    rounds = pd.DataFrame({"round": [0, 1, 2], "test_accuracy": [0.1, 0.5, 0.6]})
+    assert "mechanism" not in curve_options(rounds, rounds_planned=3)  # no family column
+    nan = rounds.assign(price=float("nan"))
+    assert "mechanism" not in curve_options(nan, rounds_planned=3)  # recorded only as NaN
+    auction = rounds.assign(clearing_price=[float("nan"), 0.59, 0.69], shading=[0, 0.0, 0.03])
+    panel = curve_options(auction, rounds_planned=3)["mechanism"]
+    assert [s["name"] for s in panel["series"]] == ["clearing price", "shading"]
+    assert panel["series"][0]["data"] == [[0, None], [1, 0.59], [2, 0.69]]
+
+
+def test_a_live_posted_price_run_fills_the_mechanism_panel_round_by_round(tiny):
+    tiny.update(incentive={"kind": "optimal_price", "cap": 0.05}, policy={"kind": "seller"})
+    model = DashboardModel(validate(tiny))
+    model.step()
+    first = curve_options(model.history(), rounds_planned=3)["mechanism"]
+    model.step()
+    second = curve_options(model.history(), rounds_planned=3)["mechanism"]
+    assert [s["name"] for s in second["series"]] == ["posted price"]
+    prices = model.history()["price"].to_numpy()
+    assert len(first["series"][0]["data"]) == 2 and len(second["series"][0]["data"]) == 3
+    assert second["series"][0]["data"][2][1] == round(float(prices[2]), 6)
+    assert prices[1] > 0
