@@ -41,7 +41,7 @@ from typing import Any
 import _shared
 
 NAME = "mechanisms"
-DEFAULTS = _shared.Defaults(seeds=5, rounds=20, quick_seeds=1, quick_rounds=3)
+DEFAULTS = _shared.Defaults(seeds=5, rounds=20, quick_seeds=2, quick_rounds=3)
 #: the economic parameters every leader shares (QI-DPFL Eq. 15's server cost)
 ECON = {"phi": 1.0, "gamma": 0.5, "discount": 0.9429, "lam": 0.05}
 BELIEF = {"prior": {"kind": "lognormal", "median": 1.0, "sd": 1.0}}
@@ -181,17 +181,16 @@ def main() -> None:
     from fedgame.analysis.stats import t_interval
 
     report = _shared.Report(NAME, args)
-    report.setting = (
-        f"digits, logreg, ν ~ U[0.5, 1.5], ε ~ U[8, 16]; {args.thin} / {args.thick} clients"
-    )
+    thin, thick = args.thin, args.thick
+    if args.quick:  # smaller markets: a smoke run of every world
+        thin, thick = min(thin, 6), min(thick, 10)
+    report.setting = f"digits, logreg, ν ~ U[0.5, 1.5], ε ~ U[8, 16]; {thin} / {thick} clients"
     worlds = [
         (market, clients, straggle, informed)
-        for market, clients in (("thin", args.thin), ("thick", args.thick))
+        for market, clients in (("thin", thin), ("thick", thick))
         for straggle in (0.0, args.straggle)
         for informed in (True, False)
     ]
-    if args.quick:
-        worlds = worlds[-1:]
     jobs = []
     for seed in range(args.seeds):
         for market, clients, straggle, informed in worlds:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
@@ -29,7 +29,6 @@ from fedgame.game.shapley import (
     shapley_shares,
     tmc_shapley,
 )
-from fedgame.learning.coalitions import CoalitionEvaluator
 from fedgame.registry import Example, register
 from fedgame.views import (
     ClientValues,
@@ -41,6 +40,9 @@ from fedgame.views import (
     column_of,
     ids_of,
 )
+
+if TYPE_CHECKING:
+    from fedgame.learning.coalitions import CoalitionEvaluator
 
 
 class ShapleyConfig(BaseModel):
