@@ -13,7 +13,8 @@ same global model and the same sample indices (``BatchedLearner.sample_batches``
 Rounds alternate which side runs first; the ratio is paired by round (median of (b)/(v) over
 the rounds). Both sides' updates are compared (largest absolute difference), so the two
 compute the same thing. The data are random (uniform pixels, uniform labels): the work
-depends on the shapes only. CPU, ``--threads`` torch threads (default 1).
+depends on the shapes only. ``--device`` (default cpu; ``cuda`` on a GPU, where each side is
+timed between two ``torch.cuda.synchronize``), ``--threads`` torch threads (default 1).
 
     python bench/learner_limit.py                          # mlp and logreg, without and with DP
     python bench/learner_limit.py --models mlp --dp off --rounds 40
@@ -64,6 +65,7 @@ def learner_for(kind: str, args: argparse.Namespace, *, clip: float | None) -> B
         y_test=yt,
         client_indices=shards,
         settings=settings,
+        device=args.device,
     )
 
 
@@ -115,9 +117,14 @@ class PlainVmap:
         return updates, (acc, loss)
 
 
-def timed(fn: Callable[[], object]) -> tuple[float, object]:
+def timed(fn: Callable[[], object], device: torch.device) -> tuple[float, object]:
+    """Wall seconds of ``fn()``; on CUDA the queued kernels are waited for on both ends."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
     t0 = time.perf_counter()
     out = fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
     return time.perf_counter() - t0, out
 
 
@@ -125,7 +132,7 @@ def run_case(kind: str, dp: bool, args: argparse.Namespace) -> dict[str, float]:
     clip = 1.0 if dp else None
     learner = learner_for(kind, args, clip=clip)
     plain = PlainVmap(learner, clip=clip)
-    gen = torch.Generator().manual_seed(1)
+    gen = torch.Generator(device=learner.device).manual_seed(1)
     ids = np.arange(args.clients)
     tb: list[float] = []
     tv: list[float] = []
@@ -142,7 +149,9 @@ def run_case(kind: str, dp: bool, args: argparse.Namespace) -> dict[str, float]:
             return plain.round(b)[0]
 
         order = [("b", ours), ("v", theirs)] if r % 2 == 0 else [("v", theirs), ("b", ours)]
-        got: dict[str, tuple[float, object]] = {name: timed(fn) for name, fn in order}
+        got: dict[str, tuple[float, object]] = {
+            name: timed(fn, learner.device) for name, fn in order
+        }
         ub, uv = got["b"][1], got["v"][1]
         assert isinstance(ub, Tensor) and isinstance(uv, Tensor)
         diff = max(diff, float((ub - uv).abs().max()))
@@ -174,12 +183,13 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     load = os.getloadavg()
     print(
         f"K={args.clients}, {args.steps} steps of {args.batch}, {args.test} test samples, "
-        f"{args.threads} thread(s), torch {torch.__version__}, load average "
+        f"{args.threads} thread(s), device {args.device}, torch {torch.__version__}, load average "
         f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
     print(f"{'case':<14} {'(b) ms':>8} {'(v) ms':>8} {'(b)/(v)':>8} {'IQR':>12} {'max |du|':>9}")

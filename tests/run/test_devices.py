@@ -191,7 +191,10 @@ def test_a_whole_scenario_on_cuda_matches_the_cpu_run(tiny):
         tables[device] = simulate(validate(data))
     cpu, gpu = tables["cpu"], tables["cuda"]
     assert gpu.manifest["device"].startswith("cuda")
-    exact = ["client_id", "selected", "participating", "link_up", "straggled", "participations"]
+    exact = [
+        "client_id", "selected", "participating", "decline_reason", "link_up", "straggled",
+        "uploaded", "epsilon_spent",
+    ]  # fmt: skip
     pd.testing.assert_frame_equal(cpu.clients[exact], gpu.clients[exact])
     late_cpu, late_gpu = (
         cpu.rounds["test_accuracy"].iloc[-3:],
