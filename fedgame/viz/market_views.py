@@ -208,7 +208,7 @@ def market_network_option(
         "animation": False,
         "textStyle": {"fontSize": FONT},
         "title": {"text": plan.caption if not plan.star else
-                  f"{len(servers)} servers, every client reaches each",
+                  f"star: every client linked to each of the {len(servers)} servers",
                   "left": 0, "top": 0,
                   "textStyle": {"fontSize": FONT, "fontWeight": "normal", "color": "#444"},
                   "subtext": "colour = whom the client delivered to this round · size = ε "
@@ -317,7 +317,8 @@ def market_status_line(
             f"{s} {float(acc[s]):.3f}" for s in servers if s in acc
         ))  # fmt: skip
         row = last.iloc[0]
-        parts.append(f"HHI {float(row.get('hhi', math.nan)):.2f}")
+        hhi = float(row.get("hhi", math.nan))  # NaN: nobody delivered to anyone
+        parts.append(f"HHI {hhi:.2f}" if math.isfinite(hhi) else "HHI – (no deliveries)")
         parts.append(f"mean ε spent {float(row.get('epsilon_spent_mean', math.nan)):.2f}")
     if step_seconds > 0:
         parts.append(f"simulated in {step_seconds:.2f} s")
