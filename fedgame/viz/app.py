@@ -8,7 +8,8 @@ click, and the table of the round's clients (:mod:`fedgame.viz.table`). The figu
 widgets (``solara.FigureEcharts``; ECharts 5.4 ships in ``solara-assets``, so it loads
 offline) whose option is replaced in place each round: nothing is rasterised or rebuilt on the
 server, and hover tooltips run in the browser. A replay has a round slider (jump to any
-recorded round) and, for a sweep, a choice of its runs.
+recorded round) and, for a sweep, a choice of its runs. A market (a scenario with ``servers:``)
+gets its own knobs (:mod:`fedgame.viz.market`) and views (:mod:`fedgame.viz.market_views`).
 
 ``fedgame dashboard`` says what to show through the :data:`CONFIG_ENV` environment variable
 (``{"scenario": file, "overrides": [...]}`` or ``{"replay": run_folder}``); each browser tab
