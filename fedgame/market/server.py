@@ -16,6 +16,7 @@ import mesa
 import numpy as np
 import torch
 
+from fedgame.agents.server import check_candidates
 from fedgame.agents.table import ClientTable
 from fedgame.errors import DivergenceError
 from fedgame.mechanisms.base import DrawsMasks
@@ -123,10 +124,8 @@ class MarketServer(mesa.Agent):
             candidates, info=info, rng=self.rng("selection", info.round)
         )
         ids = np.asarray(selection.client_ids, dtype=np.int64)
-        if ids.size and not self.table.participating[ids].all():
-            raise RuntimeError(
-                f"server {self.name}: selection chose clients that were not candidates"
-            )
+        who = f"server {self.name}: selection"
+        check_candidates(ids, self.table.participating, who=who, round_=info.round)
         self.table.touch(ids)
         self.table.selected[ids] = True
         self.now.selection, self.now.selected = selection, ids
