@@ -37,6 +37,8 @@ from fedgame.mechanisms.base import ObservesFaults, ReportsClients, ReportsRound
 from fedgame.privacy.base import (
     FinalisesAggregate,
     RecordsReleases,
+    ReportsRelease,
+    split_metrics,
 )
 from fedgame.privacy.releases import Releases
 from fedgame.round_state import RoundState
@@ -100,7 +102,8 @@ class FedGameModel(RosterModel):
             incentive=comps.incentive,
         )
         plugins = [c for _, c in comps.by_path()]
-        reporting = [c for c in plugins if isinstance(c, ReportsRounds | ReportsClients)]
+        reports = ReportsRounds | ReportsClients | ReportsRelease
+        reporting = [c for c in plugins if isinstance(c, reports)]
         reporting.append(self.monitor)
         #: the economics columns, for an incentive that reports its outcome (docs/economics.md)
         self.economics = EconomicsMonitor.of(resolved.game.economics, incentive=comps.incentive)
@@ -231,14 +234,16 @@ class FedGameModel(RosterModel):
         plan = self.state.privacy
         assert plan is not None  # phase_train sets the plan whenever it sets ``local``
         gen = self.plan.torch_generator("noise", self.state.info.round, device=self.world.device)
-        self.state.updates = self.privacy.privatise(self.state.local.updates, plan, generator=gen)
+        out = self.privacy.privatise(self.state.local.updates, plan, generator=gen)
+        self.state.updates, metrics = split_metrics(out)
+        self.state.extra.update(metrics)
         self.table.noise_std[self.state.selected] = plan.noise_std
 
     def phase_upload(self) -> None:
         """7. Stragglers miss the deadline; their updates never arrive.
 
         From now on the round's fault draw is knowable: plug-ins that declare
-        ``ObservesFaults`` receive it.
+        ``ObservesFaults`` receive it, and the round's privacy plan carries it.
         """
         ids = self.state.selected
         self.state.uploaded = ~self.table.straggled[ids]
@@ -246,6 +251,8 @@ class FedGameModel(RosterModel):
         if self.state.faults is not None:
             for comp in self._observers:
                 comp.observe_faults(self.state.faults, info=self.state.info)
+            if self.state.privacy is not None:  # finalise and the noise columns read it
+                self.state.privacy = self.state.privacy.after_upload(self.state.faults)
 
     def phase_aggregate(self) -> None:
         """8. Combine the received updates, update the global model, evaluate it when due."""
@@ -262,7 +269,9 @@ class FedGameModel(RosterModel):
                 gen = self.plan.torch_generator(
                     "noise", state.info.round, "central", device=self.world.device
                 )
-                delta = self._finaliser.finalise(delta, plan, num_received=len(ids), generator=gen)
+                out = self._finaliser.finalise(delta, plan, num_received=len(ids), generator=gen)
+                delta, metrics = split_metrics(out)
+                state.extra.update(metrics)
             if delta is None:  # the aggregate failed (e.g. secure aggregation did not unmask)
                 state.aggregation_failed = True
                 return
@@ -308,7 +317,7 @@ class FedGameModel(RosterModel):
         self.monitor.check(self)
         if self.economics is not None:
             self.economics.measure(self)
-        gather_metrics(self._reporters, self.table, self.extra)
+        gather_metrics(self._reporters, self.table, self.extra, plan=self.state.privacy)
         self.round_wall_time = time.perf_counter() - self.state.started
         self.summary = round_summary(self)
         self.datacollector.collect(self)

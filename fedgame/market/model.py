@@ -190,6 +190,9 @@ class MarketModel(ScenarioModel):
             self.share_spent(self.servers[j], charged)
         for srv, comp in self._observers:
             comp.observe_faults(draw, info=infos[srv.index])
+        for srv in self.servers:  # the uploads are over: each plan carries the round's faults
+            if srv.now.plan is not None:
+                srv.now.plan = srv.now.plan.after_upload(draw)
         # 5. training, every federation in one call; 6-9. privatise, aggregate, pay
         jobs = [self._job(srv, t) for srv in self.servers]
         batched = self.rules.batched_evaluation

@@ -20,7 +20,7 @@ from fedgame.agents.server import check_candidates
 from fedgame.agents.table import ClientTable
 from fedgame.errors import DivergenceError
 from fedgame.mechanisms.base import DrawsMasks
-from fedgame.privacy.base import FinalisesAggregate, RecordsReleases
+from fedgame.privacy.base import FinalisesAggregate, RecordsReleases, split_metrics
 from fedgame.privacy.budget import PrivacyBudget
 from fedgame.privacy.invariant import PrivacyInvariant
 from fedgame.privacy.releases import Releases
@@ -158,8 +158,10 @@ class MarketServer(mesa.Agent):
         if local is not None and now.plan is not None:
             ids = now.selected
             self.table.train_loss[ids] = local.train_loss.detach().cpu().numpy()
-            updates = self.privacy.privatise(
-                local.updates, now.plan, generator=self.torch_generator("noise", info.round)
+            updates, _ = split_metrics(
+                self.privacy.privatise(
+                    local.updates, now.plan, generator=self.torch_generator("noise", info.round)
+                )
             )
             self.table.noise_std[ids] = now.plan.noise_std
             if now.sent.any():
@@ -189,11 +191,13 @@ class MarketServer(mesa.Agent):
             rng=self.rng("masks", info.round) if self._draws_masks else None,
         )
         if delta is not None and self._finaliser is not None:
-            delta = self._finaliser.finalise(
-                delta,
-                now.plan,
-                num_received=len(ids),
-                generator=self.torch_generator("central", info.round),
+            delta, _ = split_metrics(
+                self._finaliser.finalise(
+                    delta,
+                    now.plan,
+                    num_received=len(ids),
+                    generator=self.torch_generator("central", info.round),
+                )
             )
         if delta is None:
             now.aggregation_failed = True
