@@ -194,6 +194,12 @@ class SmpcDP(PerRoundGaussian):
         super().prepare(ctx, rng=rng)
         self.wrapped = isinstance(ctx.aggregation, SecureAggregation)
 
+    @property
+    def max_stragglers(self) -> int:
+        """S̄ the noise is sized for (``BoundsStragglers``: a secure sum around this mechanism
+        unmasks with up to S̄ uploads missing by default)."""
+        return self.s_bar()
+
     def s_bar(self) -> int:
         s = self.config.max_stragglers
         if s is None and isinstance(self.faults, BoundsStragglers):

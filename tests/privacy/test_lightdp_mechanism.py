@@ -351,3 +351,14 @@ def test_update_norm_is_the_norm_of_the_mean_clipped_update(cls):
     assert "update_norm" in cls.round_columns
     assert float(metrics["update_norm"]) == pytest.approx(expected, rel=1e-12)
     assert 0 < expected <= 1.0
+
+
+def test_smpc_dp_states_the_straggler_bound_its_noise_is_sized_for():
+    """A secure sum around smpc_dp defaults to K − S̄ with smpc_dp's S̄: its own
+    ``max_stragglers``, else the fault model's."""
+    from fedgame.mechanisms.aggregation.secure import straggler_bound
+
+    faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=2))
+    assert straggler_bound(prepared(SmpcDP, 10, faults, max_colluders=2), faults) == 2
+    own = prepared(SmpcDP, 10, faults, max_colluders=2, max_stragglers=3)
+    assert straggler_bound(own, faults) == 3
