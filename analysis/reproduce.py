@@ -55,6 +55,7 @@ SCRIPTS = {
     "qi_dpfl_populations": True,
     "belief_explore": False,
     "mechanisms": False,
+    "competition": False,
     "lightdp_ablation": True,
     "privacy_aware_ablation": True,
     "dpfl_bcs_ablation": True,
