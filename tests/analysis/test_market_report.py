@@ -121,3 +121,16 @@ def test_the_market_figure_is_drawn_and_linked(swept):
     for name in linked:
         assert (report.parent / name).read_bytes()[:4] == b"\x89PNG"
     assert (report.parent / "market.png").stat().st_size > 20_000
+
+
+def test_a_sweep_of_replicates_only_has_one_row_per_server(tmp_path):
+    from fedgame.analysis.market import market_section
+
+    lines = market_section(_rounds(), tmp_path, by=[])
+    text = "\n".join(lines)
+    assert "| server | n | final_accuracy |" in text
+    assert re.search(r"^\| A \| 1 \| 0\.5 \|", text, re.M) and re.search(
+        r"^\| B \| 1 \|", text, re.M
+    )
+    assert (tmp_path / "market.png").read_bytes()[:4] == b"\x89PNG"
+    assert market_section(_rounds().drop(columns="server"), tmp_path) == []  # one server
