@@ -10,7 +10,7 @@ rounds are counted apart: ``rounds_bought``). Per run (:func:`market_metrics`): 
 mean and largest ε spent at the end (each client has one ledger for all servers, so ε has
 no per-server split; the market share is each server's part of the privacy bought), the mean
 Herfindahl index, the share of rounds whose leaders' best responses converged (a round
-without trade counts as converged: nobody bid) and the rounds with trade. Both are
+without trade counts as converged) and the rounds with trade. Both are
 summarised per grid point (and server) with :func:`fedgame.analysis.summary.aggregate`:
 mean and 95% t-interval over the replicates.
 """
