@@ -117,6 +117,20 @@ QUANTITIES: dict[str, Quantity] = {
     "econ_regret_typical": Quantity("Mean of the rounds' largest regret", "reward units", 0.0),
     "econ_fairness_mean": Quantity("Mean payment fairness", "", 0.0, 1.0),
     "econ_points_per_cost": Quantity("Accuracy gained per unit cost", "points per reward unit"),
+    # a market's columns and the sweep report's per-server figures (fedgame.analysis.market)
+    "market_share": Quantity("Market share", "fraction of the ρ delivered", 0.0, 1.0),
+    "client_share": Quantity("Client share", "fraction of the deliveries", 0.0, 1.0),
+    "hhi": Quantity("Herfindahl index", "Σ share²", 0.0, 1.0),
+    "hhi_mean": Quantity("Mean Herfindahl index", "Σ share², rounds with trade", 0.0, 1.0),
+    "payments_total": Quantity("Payments in the round", "payment units", 0.0),
+    "server_payments": Quantity("Server's payments over the run", "payment units", 0.0),
+    "server_cost_bought": Quantity("Server cost, rounds it bought", "cost units"),
+    "rounds_bought": Quantity("Rounds the server bought in", "rounds", 0.0),
+    "total_payments": Quantity("Payments over the run, all servers", "payment units", 0.0),
+    "leaders_converged_share": Quantity(
+        "Rounds whose leaders' best responses converged", "fraction of rounds", 0.0, 1.0
+    ),
+    "rounds_traded": Quantity("Rounds with trade", "rounds", 0.0),
 }
 
 

@@ -32,6 +32,7 @@ from fedgame.analysis.markdown import (
     readable_keys,
     with_ci,
 )
+from fedgame.analysis.market import is_market, market_section
 from fedgame.analysis.mechanism import mechanism_section
 from fedgame.analysis.quantities import format_number, plural, quantity
 from fedgame.analysis.summary import run_metrics, summarise
@@ -191,6 +192,8 @@ def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
     if rounds.empty:
         atomic_write_text(out / "report.md", "\n".join([*lines, "No finished run yet.", ""]))
         return out / "report.md"
+    if is_market(rounds):  # several competing servers: per-server results (fedgame.market)
+        return _market_sweep_report(sweep, rounds, lines, out)
     incentive = _has_incentive(scenarios, rounds)
     summary = summarise(sweep, target=target)
     metrics = [
@@ -220,6 +223,31 @@ def sweep_report(sweep_dir: Path, out: Path, *, target: float) -> Path:
     lines += ["## Figures", "", BAND_NOTE, "", *_figure_lines(made, out)]
     lines += economics_section(rounds, out, by=keys)
     lines += mechanism_section(rounds, sweep.clients, out, by=keys)
+    failed = runs[runs["status"] == "failed"]
+    if len(failed):
+        failed = readable_keys(failed[["run_id", *keys, "message"]], keys)
+        lines += ["## Failed runs", "", md_table(failed), ""]
+    atomic_write_text(out / "report.md", "\n".join(lines))
+    return out / "report.md"
+
+
+MARKET_SWEEP_NOTE = (
+    "These are market runs (`servers:`; docs/competition.md): the rounds table has one row "
+    "per round and server, so the one-server summary, equilibrium and curves, which would "
+    "mix the servers' rows, are replaced by the per-server tables and curves below."
+)
+
+
+def _market_sweep_report(sweep: Any, rounds: pd.DataFrame, lines: list[str], out: Path) -> Path:
+    """A sweep of market runs: the Market section (per server and grid point), the clients'
+    ε spent, failed runs."""
+    keys, runs = sweep.keys, sweep.runs
+    lines = [*lines, MARKET_SWEEP_NOTE, "", *market_section(rounds, out, by=keys)]
+    lines += _degenerate(rounds, keys)
+    made = {
+        "ε spent (CDF)": figures.epsilon_cdf(sweep.clients, path=out / "epsilon_cdf.png", by=keys)
+    }
+    lines += ["## Figures", "", BAND_NOTE, "", *_figure_lines(made, out)]
     failed = runs[runs["status"] == "failed"]
     if len(failed):
         failed = readable_keys(failed[["run_id", *keys, "message"]], keys)

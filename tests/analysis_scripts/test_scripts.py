@@ -561,3 +561,53 @@ def test_every_dpfl_bcs_ablation_row_validates_at_full_size(tmp_path):
     lenet = script.jobs_of(next(r for r in script.ROWS if r.key == "close_t200_lenet"), args, base)
     scenario = validate(lenet[0]["scenario"])
     assert scenario.model.kind == "lenet5" and scenario.training.server_momentum == 0.9
+
+
+def check_competition(out: Path) -> None:
+    """The market study's quick run (budgets slack in its 3 rounds, so each server's contest
+    is the monopoly's, docs/competition.md): a row per world and per world and owner; per seed,
+    S symmetric servers pay exactly S times the monopoly's payments and split the market
+    evenly (HHI 1/S); a bigger reward wins S0 more than an even share."""
+    markets = (out / "tables" / "markets.md").read_text().splitlines()
+    owners = (out / "tables" / "owners.md").read_text().splitlines()
+    assert len([r for r in markets if re.match(r"\| 0(\.2)? \| ", r)]) == 10  # 5 markets x 2
+    assert len([r for r in owners if re.match(r"\| 0(\.2)? \| ", r)]) == 2 * (1 + 2 + 2 + 4 + 4)
+    assert (out / "figures" / "competition.png").read_bytes()[:4] == b"\x89PNG"
+    runs = pd.read_csv(out / "runs.csv")
+    assert len(runs) == 2 * 10 and set(runs["seed"]) == {0, 1}
+    for (_, straggle), part in runs.groupby(["seed", "straggle"]):
+        mono = part[part["servers"] == 1].iloc[0]
+        assert mono["hhi"] == 1.0
+        for servers in (2, 4):
+            sym = part[(part["servers"] == servers) & ~part["asymmetric"]].iloc[0]
+            assert sym["payments"] == pytest.approx(servers * mono["payments"], rel=1e-6)
+            assert sym["hhi"] == pytest.approx(1 / servers, rel=1e-6)
+            asym = part[(part["servers"] == servers) & part["asymmetric"]].iloc[0]
+            assert 1 / servers < asym["hhi"] < 1 and asym["payments"] > sym["payments"]
+        assert (part["leaders_converged"] == 1.0).all(), straggle
+
+
+def test_the_competition_study_compares_every_market(quick):
+    _, done = quick
+    proc, out = done["competition"]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_competition(out)
+
+
+def test_reproduce_from_one_study_leaves_the_reproductions_table(tmp_path):
+    """An OUT holding one study's output (no paper script's claims) splices that study's
+    tables and leaves docs/reproductions.md's table as it was."""
+    tables = tmp_path / "out" / "competition" / "tables"
+    tables.mkdir(parents=True)
+    table = "Measured with `python analysis/competition.py`: test.\n\n| a |\n|---|\n| 1 |\n"
+    (tables / "markets.md").write_text(table)
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "docs", docs)
+    proc = run("reproduce", "--no-run", "--out", str(tmp_path / "out"), "--docs", str(docs))
+    assert proc.returncode == 0, proc.stderr
+    assert "no output for block reproductions/claims; left as it was" in proc.stdout
+    assert (docs / "reproductions.md").read_text() == (
+        REPO / "docs" / "reproductions.md"
+    ).read_text()
+    page = (docs / "competition.md").read_text()
+    assert "<!-- BEGIN GENERATED competition/markets -->\n" + table.rstrip("\n") in page
