@@ -265,20 +265,25 @@ def _train(paused: Sequence[_Runner], groups: TrainingGroups) -> None:
         requests = [m.request for m in members]
         try:
             results = _together(requests, groups)  # type: ignore[arg-type]
+            shared = 1
         except Exception:  # one request's failure must reach only its run: each alone, again
             results = [_alone(r) for r in requests]  # type: ignore[arg-type]
+            shared = 0
         for runner, result in zip(members, results):
             runner.reply = result
-            runner.together += 1
+            runner.together += shared
 
 
 def _call_key(request: Request, group: int) -> tuple[Any, ...] | None:
     """Requests with equal keys train in one call; None: the request trains alone (per-step
-    noise: one call draws one stream's noise, and each run has its own)."""
+    noise: one call draws one stream's noise, and each run has its own). The round enters
+    through its learning rate only (all a round changes in local training), so a run a round
+    ahead of the others (it trained nobody in some round) still trains with them."""
     hooks = request.hooks
     if set(hooks) - _SHAREABLE:
         return None
-    return (group, request.round_index, hooks.get("per_sample_clip"), hooks.get("clip_norm"))
+    lr = request.learner.settings.lr_at(request.round_index)
+    return (group, lr, hooks.get("per_sample_clip"), hooks.get("clip_norm"))
 
 
 def _together(requests: Sequence[Request], groups: TrainingGroups) -> list[Any]:
