@@ -262,13 +262,7 @@ def _train(paused: Sequence[_Runner], groups: TrainingGroups) -> None:
         if len(members) == 1:
             members[0].reply = _alone(members[0].request)  # type: ignore[arg-type]
             continue
-        requests = [m.request for m in members]
-        try:
-            results = _together(requests, groups)  # type: ignore[arg-type]
-            shared = 1
-        except Exception:  # one request's failure must reach only its run: each alone, again
-            results = [_alone(r) for r in requests]  # type: ignore[arg-type]
-            shared = 0
+        results, shared = _together([m.request for m in members], groups)  # type: ignore[misc]
         for runner, result in zip(members, results):
             runner.reply = result
             runner.together += shared
@@ -286,46 +280,63 @@ def _call_key(request: Request, group: int) -> tuple[Any, ...] | None:
     return (group, lr, hooks.get("per_sample_clip"), hooks.get("clip_norm"))
 
 
-def _together(requests: Sequence[Request], groups: TrainingGroups) -> list[Any]:
+def _together(requests: Sequence[Request], groups: TrainingGroups) -> tuple[list[Any], bool]:
     """One :meth:`~fedgame.learning.batched.BatchedLearner.train_models` call: each run's
     batches drawn by its own learner from its own stream (offset into the group's joined
-    data), each client from its own run's global model."""
-    lead = requests[0].learner
-    indices, masks = [], []
+    data), each client from its own run's global model. Returns each request's result (or
+    the exception to raise in its run) and whether the call was shared: when it raises, each
+    request trains alone on the batches it drew (one request's failure reaches only its run,
+    and no stream is drawn from twice)."""
+    drawn: list[Any] = []
     for r in requests:
-        drawn = r.learner.sample_batches(r.ids, round_index=r.round_index, generator=r.generator)
+        try:
+            drawn.append(
+                r.learner.sample_batches(r.ids, round_index=r.round_index, generator=r.generator)
+            )
+        except Exception as exc:
+            drawn.append(exc)
+    if any(isinstance(b, BaseException) for b in drawn):
+        return [
+            b if isinstance(b, BaseException) else _alone(r, b) for r, b in zip(requests, drawn)
+        ], False
+    indices, masks = [], []
+    for r, b in zip(requests, drawn):
         x, y, offset = groups.data(r.learner)
-        indices.append(drawn.indices + offset)
-        masks.append(drawn.mask)
+        indices.append(b.indices + offset)
+        masks.append(b.mask)
     sizes = [len(r.ids) for r in requests]
-    result = lead.train_models(
-        torch.stack([r.learner.global_params for r in requests]),
-        np.repeat(np.arange(len(requests)), sizes),
-        np.concatenate([r.ids for r in requests]),
-        round_index=requests[0].round_index,
-        generator=requests[0].generator,
-        batches=Batches(torch.cat(indices), torch.cat(masks)),
-        data=(x, y),
-        **requests[0].hooks,
-    )
+    try:
+        result = requests[0].learner.train_models(
+            torch.stack([r.learner.global_params for r in requests]),
+            np.repeat(np.arange(len(requests)), sizes),
+            np.concatenate([r.ids for r in requests]),
+            round_index=requests[0].round_index,
+            generator=requests[0].generator,
+            batches=Batches(torch.cat(indices), torch.cat(masks)),
+            data=(x, y),
+            **requests[0].hooks,
+        )
+    except Exception:
+        return [_alone(r, b) for r, b in zip(requests, drawn)], False
     bounds = np.cumsum([0, *sizes]).tolist()
     return [
         LocalResult(result.updates[lo:hi], result.train_loss[lo:hi])
         for lo, hi in itertools.pairwise(bounds)
-    ]
+    ], True
 
 
-def _alone(request: Request) -> Any:
-    """The request trained by its own learner (the exception it raises, to re-raise in the
-    run's thread)."""
+def _alone(request: Request, batches: Batches | None = None) -> Any:
+    """The request trained by its own learner (on ``batches`` when already drawn), or the
+    exception it raised (to raise again in the run's thread)."""
     try:
         return request.learner.train(
             request.ids,
             round_index=request.round_index,
             generator=request.generator,
+            batches=batches,
             **request.hooks,
         )
-    except Exception as exc:  # raised again in the run's own thread
+    except Exception as exc:
         return exc
 
 

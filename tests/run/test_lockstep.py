@@ -121,8 +121,8 @@ def test_a_batched_call_that_raises_reaches_only_the_run_whose_request_raises(ti
     runs = [_run(tiny, "x"), _run(tiny, "y", population__clients=9)]
     real = BatchedLearner.train
 
-    def fussy(self, client_ids, **kwargs):  # the 9-client run's learner refuses to train
-        if len(self.client_sizes) == 9 and kwargs.get("batches") is None:
+    def fussy(self, client_ids, **kwargs):  # the 9-client run's learner, asked by the batch
+        if len(self.client_sizes) == 9 and kwargs.get("batches") is not None:
             raise RuntimeError("this learner refuses")
         return real(self, client_ids, **kwargs)
 
