@@ -65,6 +65,14 @@ def batch_key(run: SweepRun) -> str:
     return json.dumps([*parts, data.get("dataset")], sort_keys=True, default=str)
 
 
+def fit_batch_runs(cap: int, *, runs: int, workers: int, per_run: int, limit: int) -> int:
+    """The runs of a batch: at most ``cap``, no more than ``runs`` spread over ``workers``
+    need, and few enough that ``workers`` batches of runs of ``per_run`` bytes fit in
+    ``limit`` bytes (never under one: the memory check then refuses as for ``local``)."""
+    fit = limit // max(1, per_run * workers)
+    return max(1, min(cap, fit, -(-runs // max(1, workers))))
+
+
 def make_batches(runs: Sequence[SweepRun], *, workers: int, cap: int) -> list[list[SweepRun]]:
     """Split ``runs`` into batches of runs with one :func:`batch_key`, at most ``cap`` runs
     each, as even in size as can be, and at least ``workers`` batches while there are runs to

@@ -148,8 +148,15 @@ def run_sweep(
         limit, source = memory_limit()
         concurrent = _concurrent(plan, todo, executor=executor, workers=workers, gpus=gpus)
         if executor == "batched":  # each worker holds a batch: as many runs as fit
-            per_worker = limit // max(1, plan.memory_per_run * concurrent)
-            batch_runs = max(1, min(batch_runs, per_worker, -(-len(todo) // concurrent)))
+            from fedgame.run.batched import fit_batch_runs
+
+            batch_runs = fit_batch_runs(
+                batch_runs,
+                runs=len(todo),
+                workers=concurrent,
+                per_run=plan.memory_per_run,
+                limit=limit,
+            )
             concurrent = min(len(todo), concurrent * batch_runs)
         check_concurrency(plan.memory_per_run, concurrent=concurrent, limit=limit, source=source)
     pool = (
