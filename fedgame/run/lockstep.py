@@ -209,10 +209,26 @@ def run_batch(
     its batch held and in how many of its training calls its clients trained together with
     another run's (``rounds_together``, of ``rounds_trained``)."""
     groups = TrainingGroups()
-    runners = [_Runner(run, threads) for run in runs]
+    active = [_Runner(run, threads) for run in runs]
+    try:
+        _step_all(active, groups, report, len(runs))
+    finally:  # the driver failed (reporting, say): unwind the paused runs' threads
+        for runner in active:
+            if runner.request is not None:
+                runner.reply = RuntimeError("the batch stopped")
+                runner.resume()
+
+
+def _step_all(
+    active: list[_Runner],
+    groups: TrainingGroups,
+    report: Callable[[Outcome], None],
+    size: int,
+) -> None:
+    """Resume every run until it pauses or ends, serve the paused ones' training, repeat;
+    ``active`` is kept to the runs not yet ended."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        active = runners
         while active:
             paused = []
             for runner in active:
@@ -221,14 +237,15 @@ def run_batch(
                 runner.warnings += [str(w.message) for w in caught[seen:]]
                 if runner.request is not None:
                     paused.append(runner)
-                else:
-                    _finish(runner, len(runs), report)
+            ended = [r for r in active if r.request is None]
+            active[:] = paused
+            for runner in ended:
+                _finish(runner, size, report)
             if paused:
                 seen = len(caught)
                 _train(paused, groups)
                 for runner in paused:
                     runner.warnings += [str(w.message) for w in caught[seen:]]
-            active = paused
 
 
 def _finish(runner: _Runner, size: int, report: Callable[[Outcome], None]) -> None:
@@ -242,6 +259,7 @@ def _finish(runner: _Runner, size: int, report: Callable[[Outcome], None]) -> No
             "rounds_trained": runner.trained,
             "rounds_together": runner.together,
         }
+    runner.outcome = None  # the batch keeps no finished run's tables
     report(outcome)
 
 

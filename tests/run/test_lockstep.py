@@ -201,3 +201,21 @@ def test_train_models_on_joined_data_equals_each_learner_alone():
         learners[0].train_models(
             learners[0].global_params[None], [0], [0], round_index=0, generator=gen, data=(x, y)
         )
+
+
+def test_a_failing_report_stops_the_batch_leaving_no_thread_behind(tiny):
+    import threading
+
+    runs = [_run(tiny, "short", rounds=1), _run(tiny, "long", rounds=50)]
+    before = threading.active_count()
+
+    def report(outcome):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        run_batch(runs, report, threads=ONE)
+    deadline = 50
+    while threading.active_count() > before and deadline:
+        threading.Event().wait(0.1)
+        deadline -= 1
+    assert threading.active_count() == before
