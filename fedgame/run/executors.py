@@ -1,8 +1,10 @@
 """Where a sweep's runs execute: in this process, in a local process pool, or on Ray.
 
-Every executor calls :func:`execute` on a :class:`~fedgame.run.grid.SweepRun` and hands its
+Every executor calls :func:`execute` on a :class:`~fedgame.run.grid.SweepRun` (the ``batched``
+pool, :mod:`fedgame.run.batched`, runs a batch of them in lockstep) and hands its
 :class:`Outcome` to a callback in the driver process, which writes the run folder. Workers
-never write files, so a killed worker or driver leaves no half-written result behind.
+never write the results (a batch worker only spools pickled outcomes into a private temporary
+folder the driver reads), so a killed worker or driver leaves no half-written result behind.
 
 Local pool workers ignore SIGINT (a Ctrl-C in the terminal reaches the whole process group;
 the driver stops the workers itself) and exit when the driver dies, even by ``kill -9``: on
