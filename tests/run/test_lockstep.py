@@ -145,7 +145,7 @@ def test_a_batched_call_that_raises_reaches_only_the_run_whose_request_raises(ti
 def test_train_models_on_joined_data_equals_each_learner_alone():
     """Two learners with different data: one call on their joined data (each learner's
     batches offset to its part) gives each learner's own update."""
-    from fedgame.learning.batched import Batches, BatchedLearner
+    from fedgame.learning.batched import BatchedLearner, Batches
     from fedgame.learning.settings import TrainingSettings
 
     gen = torch.Generator().manual_seed(0)
