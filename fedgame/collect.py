@@ -2,9 +2,10 @@
 
 ``round_summary`` computes the round's row in one pass over the client columns (phase 10);
 plug-ins add columns by declaring ``round_columns``/``client_columns`` (the ``ReportsRounds`` /
-``ReportsClients`` capabilities). ``ClientTableCollector`` is a Mesa ``DataCollector``: the
-rounds table is its model variables, the clients table its agent variables, recorded as one
-block of columns per step instead of one reporter call per agent and attribute.
+``ReportsClients`` capabilities; a privacy mechanism's ``ReportsRelease``, from the round's
+plan). ``ClientTableCollector`` is a Mesa ``DataCollector``: the rounds table is its model
+variables, the clients table its agent variables, recorded as one block of columns per step
+instead of one reporter call per agent and attribute.
 
 How much of the clients table is kept is ``output.clients``
 (:func:`fedgame.scenario.output.clients_table_mode`): ``all`` (one row per client per round),
@@ -30,6 +31,7 @@ from fedgame.agents.schema import CLIENT_COLUMNS
 from fedgame.agents.table import ClientTable
 from fedgame.columns import cast_columns
 from fedgame.mechanisms.base import ReportsClients, ReportsRounds
+from fedgame.privacy.base import PrivacyPlan, ReportsRelease
 from fedgame.views import ClientValues
 
 if TYPE_CHECKING:
@@ -64,43 +66,54 @@ ROUND_COLUMNS = (
 
 
 def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]]:
-    """Extra columns plug-ins declare (``ReportsRounds`` / ``ReportsClients``)."""
+    """Extra columns plug-ins declare (``ReportsRounds`` / ``ReportsClients`` /
+    ``ReportsRelease``)."""
     rounds: list[str] = []
     clients: list[str] = []
     for comp in components:
-        if isinstance(comp, ReportsRounds):
+        if isinstance(comp, ReportsRounds | ReportsRelease):
             rounds += [c for c in comp.round_columns if c not in rounds]
-        if isinstance(comp, ReportsClients):
+        if isinstance(comp, ReportsClients | ReportsRelease):
             clients += [c for c in comp.client_columns if c not in clients]
     return rounds, clients
 
 
-def reporters_of(
-    components: Iterable[object],
-) -> list[tuple[ReportsRounds | None, ReportsClients | None]]:
+Reporters = list[tuple[ReportsRounds | None, ReportsClients | None, ReportsRelease | None]]
+
+
+def reporters_of(components: Iterable[object]) -> Reporters:
     """Each component's declared reporting capabilities, checked once (not each round)."""
     return [
         (
             c if isinstance(c, ReportsRounds) else None,
             c if isinstance(c, ReportsClients) else None,
+            c if isinstance(c, ReportsRelease) else None,
         )
         for c in components
     ]
 
 
 def gather_metrics(
-    reporters: Iterable[tuple[ReportsRounds | None, ReportsClients | None]],
+    reporters: Reporters,
     table: ClientTable,
     extra: dict[str, float],
+    *,
+    plan: PrivacyPlan | None = None,
 ) -> None:
     """Write the plug-ins' declared metrics of the round: round metrics into ``extra``,
-    client metrics into the table's extra columns (the clients they name are touched)."""
-    for round_reporter, client_reporter in reporters:
+    client metrics into the table's extra columns (the clients they name are touched); a
+    ``ReportsRelease`` mechanism's, from the round's ``plan`` (none without one)."""
+    for round_reporter, client_reporter, release_reporter in reporters:
         if round_reporter is not None:
             extra.update(round_reporter.round_metrics())
-        if client_reporter is None:
-            continue
-        for name, values in client_reporter.client_metrics().items():
+        per_client: dict[str, Any] = {}
+        if client_reporter is not None:
+            per_client.update(client_reporter.client_metrics())
+        if release_reporter is not None and plan is not None:
+            rounds, clients = release_reporter.release_metrics(plan)
+            extra.update(rounds)
+            per_client.update(clients)
+        for name, values in per_client.items():
             if isinstance(values, ClientValues):
                 table.extra[name][values.ids] = values.array
             elif values:

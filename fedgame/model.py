@@ -33,24 +33,18 @@ from fedgame.collect import (
 from fedgame.errors import DivergenceError, ScenarioError
 from fedgame.game.economics_monitor import EconomicsMonitor
 from fedgame.game.monitor import OffersContest, RoundMonitor
-from fedgame.mechanisms.base import (
-    ClearsMarket,
-    ObservesFaults,
-    ReportsClients,
-    ReportsRounds,
-    ValuesContributions,
-)
+from fedgame.mechanisms.base import ObservesFaults, ReportsClients, ReportsRounds
 from fedgame.privacy.base import (
     FinalisesAggregate,
     RecordsReleases,
+    ReportsRelease,
+    split_metrics,
 )
 from fedgame.privacy.releases import Releases
 from fedgame.round_state import RoundState
 from fedgame.scenario.build import World, build_world, prepare_components
-from fedgame.scenario.coerce import ScenarioLike, scenario_from
+from fedgame.scenario.coerce import ScenarioLike
 from fedgame.scenario.output import clients_table_mode
-from fedgame.scenario.schema import Scenario
-from fedgame.seeding import SeedPlan
 from fedgame.views import (
     MarketView,
     Response,
@@ -86,21 +80,11 @@ class FedGameModel(RosterModel):
         replicate: int = 0,
         **kwargs: Any,
     ) -> None:
-        if seed is not None:
-            kwargs["seed"] = seed
-        resolved = (
-            scenario
-            if isinstance(scenario, Scenario) and not kwargs
-            else scenario_from(scenario, **kwargs)
-        )
+        super().__init__(scenario, seed=seed, replicate=replicate, **kwargs)
+        resolved = self.scenario
         if resolved.servers:  # several servers: fedgame run and fedgame.api build the market
             raise ScenarioError("servers", len(resolved.servers), MARKET_ONLY)
-        plan = SeedPlan(resolved.seed, replicate)
-        super().__init__(seed=plan.seed_int("mesa"))
-        self.scenario = resolved
-        self.replicate = replicate
-        self.plan = plan
-        self.world: World = build_world(resolved, plan=plan)
+        self.world: World = build_world(resolved, plan=self.plan)
         self.learner = self.world.learner
         comps = self.world.components
         self.privacy = comps.privacy
@@ -118,7 +102,8 @@ class FedGameModel(RosterModel):
             incentive=comps.incentive,
         )
         plugins = [c for _, c in comps.by_path()]
-        reporting = [c for c in plugins if isinstance(c, ReportsRounds | ReportsClients)]
+        reports = ReportsRounds | ReportsClients | ReportsRelease
+        reporting = [c for c in plugins if isinstance(c, reports)]
         reporting.append(self.monitor)
         #: the economics columns, for an incentive that reports its outcome (docs/economics.md)
         self.economics = EconomicsMonitor.of(resolved.game.economics, incentive=comps.incentive)
@@ -143,15 +128,6 @@ class FedGameModel(RosterModel):
         # declared capabilities, checked once here (not each round)
         self._reporters = reporters_of(reporting)
         self._observers = [c for c in plugins if isinstance(c, ObservesFaults)]
-        valuer = comps.incentive
-        self._valuer: ValuesContributions | None = (
-            valuer if isinstance(valuer, ValuesContributions) else None
-        )
-        if self._valuer is None and resolved.game.audit_contributions:
-            from fedgame.mechanisms.incentive.shapley import ShapleyConfig, ShapleyPayments
-
-            audit = ShapleyConfig.model_validate({})  # the defaults: exact up to 8, else GTG
-            self._valuer = ShapleyPayments(audit)  # values only: never offers or pays
         self._finaliser = self.privacy if isinstance(self.privacy, FinalisesAggregate) else None
         self._release_recorder = self.privacy if isinstance(self.privacy, RecordsReleases) else None
         self.datacollector = ClientTableCollector(
@@ -217,36 +193,15 @@ class FedGameModel(RosterModel):
         incentive that ``ClearsMarket`` then picks the winners, the other willing clients
         decline (``not allocated``)."""
         ask(self.groups, self.table, self.clients, self.state.offer, self._market())
-        incentive = self.server.incentive
-        if isinstance(incentive, ClearsMarket):  # an auction: losers do not train
-            won = incentive.clear(self.state.offer, self.table.responses(), info=self.state.info)
-            lost = self.table.participating.copy()
-            lost[np.asarray(won, dtype=np.int64)] = False
-            self.table.participating[lost] = False
-            self.table.decline_reason[lost] = "not allocated"
+        self.server.clear(self.table, self.state.info)
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""
-        candidates = self.table.views(np.flatnonzero(self.table.participating))
-        selection = self.server.select(candidates, self.state.info)
+        selection = self.server.select(self.table, self.state.info)
         ids = np.asarray(selection.client_ids, dtype=np.int64)
-        self._check_candidates(ids)
         self.table.touch(ids)
         self.table.selected[ids] = True
         self.state.selection, self.state.selected = selection, ids
-
-    def _check_candidates(self, ids: np.ndarray) -> None:
-        """A selection names only this round's candidates (O(K): the willing mask)."""
-        n = len(self.table)
-        inside = (ids >= 0) & (ids < n)
-        ok = inside.copy()
-        ok[inside] = self.table.participating[ids[inside]]
-        if not ok.all():
-            rule = type(self.server.selection_rule).__name__
-            raise RuntimeError(
-                f"selection rule {rule} chose clients that were not candidates in round "
-                f"{self.state.info.round}: {ids[~ok][:10].tolist()}"
-            )
 
     def phase_train(self) -> None:
         """5. Batched local training of every selected client, under the privacy plan the
@@ -279,14 +234,16 @@ class FedGameModel(RosterModel):
         plan = self.state.privacy
         assert plan is not None  # phase_train sets the plan whenever it sets ``local``
         gen = self.plan.torch_generator("noise", self.state.info.round, device=self.world.device)
-        self.state.updates = self.privacy.privatise(self.state.local.updates, plan, generator=gen)
+        out = self.privacy.privatise(self.state.local.updates, plan, generator=gen)
+        self.state.updates, metrics = split_metrics(out)
+        self.state.extra.update(metrics)
         self.table.noise_std[self.state.selected] = plan.noise_std
 
     def phase_upload(self) -> None:
         """7. Stragglers miss the deadline; their updates never arrive.
 
         From now on the round's fault draw is knowable: plug-ins that declare
-        ``ObservesFaults`` receive it.
+        ``ObservesFaults`` receive it, and the round's privacy plan carries it.
         """
         ids = self.state.selected
         self.state.uploaded = ~self.table.straggled[ids]
@@ -294,68 +251,49 @@ class FedGameModel(RosterModel):
         if self.state.faults is not None:
             for comp in self._observers:
                 comp.observe_faults(self.state.faults, info=self.state.info)
+            if self.state.privacy is not None:  # finalise and the noise columns read it
+                self.state.privacy = self.state.privacy.after_upload(self.state.faults)
 
     def phase_aggregate(self) -> None:
-        """8. Combine the received updates, update the global model, evaluate."""
-        if self.state.updates is not None and self.state.uploaded.any():
-            selected = self.state.selected
-            ok = self.state.uploaded
-            ids = selected[ok]
-            updates = self.state.updates
+        """8. Combine the received updates, update the global model, evaluate it when due."""
+        state = self.state
+        if state.updates is not None and state.uploaded.any():
+            ok, ids = state.uploaded, state.selected[state.uploaded]
+            updates = state.updates
             received = updates if ok.all() else updates[torch.as_tensor(ok, device=updates.device)]
-            if self._valuer is not None:
-                self.state.contributions = self._value_contributions(received, ids)
-            delta = self.server.aggregate(
-                received,
-                self.table.views(ids),
-                self.table.views(selected[~ok]),
-                self.state.info,
-            )
-            plan = self.state.privacy
+            state.contributions = self.server.value(received, ids, self.table, state.info)
+            dropped = self.table.views(state.selected[~ok])
+            delta = self.server.aggregate(received, self.table.views(ids), dropped, state.info)
+            plan = state.privacy
             if delta is not None and self._finaliser is not None and plan is not None:
                 gen = self.plan.torch_generator(
-                    "noise", self.state.info.round, "central", device=self.world.device
+                    "noise", state.info.round, "central", device=self.world.device
                 )
-                delta = self._finaliser.finalise(delta, plan, num_received=len(ids), generator=gen)
+                out = self._finaliser.finalise(delta, plan, num_received=len(ids), generator=gen)
+                delta, metrics = split_metrics(out)
+                state.extra.update(metrics)
             if delta is None:  # the aggregate failed (e.g. secure aggregation did not unmask)
-                self.state.aggregation_failed = True
+                state.aggregation_failed = True
                 return
             try:
                 self.learner.apply_update(delta)
                 self._measured = False
             except DivergenceError as exc:
-                raise DivergenceError.in_round(self.state.info.round, str(exc)) from None
-        if not self._evaluate_when_due():
-            return
-        if not math.isfinite(self.test_loss):
-            raise DivergenceError.in_round(
-                self.state.info.round, f"test loss became {self.test_loss}"
-            )
+                raise DivergenceError.in_round(state.info.round, str(exc)) from None
+        self._evaluate_when_due()
 
-    def _evaluate_when_due(self) -> bool:
-        """Evaluate the global model if it changed since it was last measured and this round
-        is an evaluation round (``training.eval_every``: every k-th round and the last);
-        otherwise a changed model's accuracy and loss are NaN (not measured). True when the
-        values are measured, now or before the model last changed."""
-        if self._measured:
-            return True
-        r, every = self.state.info.round, self.learner.settings.eval_every
-        if r % every == 0 or r >= self.scenario.rounds:
+    def _evaluate_when_due(self) -> None:
+        """Evaluate a changed global model in an evaluation round (``training.eval_every``:
+        every k-th round and the last); in other rounds its accuracy and loss are NaN (not
+        measured). A measured loss that is not finite stops the run (``DivergenceError``)."""
+        r = self.state.info.round
+        if not self._measured and self.learner.settings.evaluates(r, self.scenario.rounds):
             self.test_accuracy, self.test_loss = self.learner.evaluate()
             self._measured = True
-        else:
+        elif not self._measured:
             self.test_accuracy = self.test_loss = math.nan
-        return self._measured
-
-    def _value_contributions(self, received: torch.Tensor, ids: np.ndarray) -> Any:
-        """The incentive's estimate of each sender's contribution (``ValuesContributions``)."""
-        from fedgame.learning.coalitions import CoalitionEvaluator, aggregation_weights
-
-        weights = aggregation_weights(self.server.aggregation, self.table.views(ids))
-        evaluator = CoalitionEvaluator(self.learner, received, weights)
-        rng = self.plan.rng("contributions", self.state.info.round)
-        assert self._valuer is not None
-        return self._valuer.value_contributions(evaluator, ids, info=self.state.info, rng=rng)
+        if self._measured and not math.isfinite(self.test_loss):
+            raise DivergenceError.in_round(r, f"test loss became {self.test_loss}")
 
     def phase_settle(self) -> None:
         """9. Privacy accounting for released updates, payments and utilities."""
@@ -379,7 +317,7 @@ class FedGameModel(RosterModel):
         self.monitor.check(self)
         if self.economics is not None:
             self.economics.measure(self)
-        gather_metrics(self._reporters, self.table, self.extra)
+        gather_metrics(self._reporters, self.table, self.extra, plan=self.state.privacy)
         self.round_wall_time = time.perf_counter() - self.state.started
         self.summary = round_summary(self)
         self.datacollector.collect(self)

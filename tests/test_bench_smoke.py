@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -92,3 +95,15 @@ def test_servers_bench_prints_a_row_per_market_size():
     ]
     for row in rows:  # seconds per round = training + the rest
         assert abs(float(row[4]) - float(row[5]) - float(row[6])) < 2e-3
+
+
+def test_flower_compare_refuses_a_python_without_flower_before_running_anything():
+    """The comparison installs nothing: a ``--flower-python`` that cannot import Flower is
+    named, with how to install it, exit 2 (this suite's Python has no ``flwr``)."""
+    if importlib.util.find_spec("flwr") is not None:
+        pytest.fail("this test needs a Python without flwr; the suite's environment has it")
+    cmd = [sys.executable, "bench/flower_compare.py", "--flower-python", sys.executable]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert f"--flower-python {sys.executable}: cannot import flwr" in proc.stderr
+    assert "pip install" in proc.stderr and proc.stdout == ""

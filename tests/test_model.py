@@ -173,3 +173,21 @@ def test_budget_guard_withdraws_clients_whose_real_price_is_too_high(tiny, scrat
     assert len(withdrawn) > 0 and not withdrawn["selected"].any()
     assert not withdrawn["uploaded"].any()
     assert (result.rounds["selected"] == c.groupby("round")["selected"].sum().to_numpy()).all()
+
+
+def test_a_selection_naming_a_non_candidate_stops_the_round(tiny):
+    """Phase 4 checks the selection rule's answer: a client that did not answer yes (or an id
+    outside the population) is refused, naming the rule, the round and the ids."""
+    from fedgame.views import Selection
+
+    model = FedGameModel(validate(tiny))
+    n = len(model.table)
+
+    def cheat(candidates, *, info, rng):
+        return Selection((n + 3,))
+
+    model.server.selection_rule.select = cheat
+    with pytest.raises(
+        RuntimeError, match=rf"chose clients that were not candidates in round 1: \[{n + 3}\]"
+    ):
+        model.step()

@@ -1,4 +1,5 @@
-"""``RosterModel``: a Mesa model whose client agents live in a :class:`ClientRoster`.
+"""``ScenarioModel``: a Mesa model built from a scenario and its seed plan; ``RosterModel``: one
+whose client agents live in a :class:`ClientRoster`.
 
 Mesa's own views of the agents (``agents``, ``agents_by_type``, ``agent_types``) create the
 roster's agents first, so they always list every client; ``clients`` is the roster itself.
@@ -7,6 +8,7 @@ roster's agents first, so they always list every client; ``clients`` is the rost
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import mesa
 
@@ -15,9 +17,34 @@ from fedgame.agents.roster import ClientRoster
 from fedgame.agents.table import ClientTable
 from fedgame.round_state import AgentGroup
 from fedgame.scenario.build import BehaviourGroup
+from fedgame.scenario.coerce import ScenarioLike, scenario_from
+from fedgame.scenario.schema import Scenario
+from fedgame.seeding import SeedPlan
 
 
-class RosterModel(mesa.Model):
+class ScenarioModel(mesa.Model):
+    """The set-up every fedgame model shares: the scenario resolved (``seed`` and the
+    ``__``-spelled ``kwargs`` override its keys, validated as ``fedgame run`` does), its
+    :class:`SeedPlan` for ``replicate``, and Mesa seeded from the plan's ``mesa`` stream."""
+
+    def __init__(
+        self, scenario: ScenarioLike = None, *, seed: int | None, replicate: int, **kwargs: Any
+    ) -> None:
+        if seed is not None:
+            kwargs["seed"] = seed
+        resolved = (
+            scenario
+            if isinstance(scenario, Scenario) and not kwargs
+            else scenario_from(scenario, **kwargs)
+        )
+        plan = SeedPlan(resolved.seed, replicate)
+        super().__init__(seed=plan.seed_int("mesa"))
+        self.scenario: Scenario = resolved
+        self.replicate = replicate
+        self.plan = plan
+
+
+class RosterModel(ScenarioModel):
     """A Mesa model with one client agent type per behaviour, created on first use."""
 
     _roster: ClientRoster

@@ -6,20 +6,47 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import mesa
+import numpy as np
 import torch
 
-from fedgame.mechanisms.base import DrawsMasks
+from fedgame.mechanisms.base import ClearsMarket, DrawsMasks, ValuesContributions
 from fedgame.views import ClientView, MarketView, Offer, Response, RoundInfo, Selection
 
 if TYPE_CHECKING:
+    from fedgame.agents.table import ClientTable
     from fedgame.model import FedGameModel
+
+
+def check_candidates(ids: np.ndarray, willing: np.ndarray, *, who: str, round_: int) -> None:
+    """A selection names only this round's candidates, the ``willing`` clients (O(K))."""
+    inside = (ids >= 0) & (ids < len(willing))
+    ok = inside.copy()
+    ok[inside] = willing[ids[inside]]
+    if not ok.all():
+        raise RuntimeError(
+            f"{who} chose clients that were not candidates in round {round_}: "
+            f"{ids[~ok][:10].tolist()}"
+        )
+
+
+def contribution_valuer(incentive: Any, *, audit: bool) -> ValuesContributions | None:
+    """The incentive when it values contributions (``ValuesContributions``); else, with
+    ``game.audit_contributions``, a Shapley estimator that values only (never offers or pays;
+    its defaults: exact up to 8 senders, else GTG); else None."""
+    if isinstance(incentive, ValuesContributions):
+        return incentive
+    if not audit:
+        return None
+    from fedgame.mechanisms.incentive.shapley import ShapleyConfig, ShapleyPayments
+
+    return ShapleyPayments(ShapleyConfig.model_validate({}))
 
 
 class ServerAgent(mesa.Agent):
     """Holds the leader's plug-ins (incentive, selection, aggregation) and their outputs.
 
-    It announces the round's offer, chooses participants among the reachable clients that
-    accepted, aggregates what arrives and pays for it.
+    It announces the round's offer, clears an auction, chooses participants among the
+    reachable clients that accepted, values and aggregates what arrives and pays for it.
     """
 
     model: FedGameModel
@@ -31,6 +58,8 @@ class ServerAgent(mesa.Agent):
         self.aggregation = aggregation
         #: declared capability, checked once: only a DrawsMasks aggregator gets the masks rng
         self._draws_masks = isinstance(aggregation, DrawsMasks)
+        #: what estimates each sender's contribution (:func:`contribution_valuer`), or None
+        self.valuer = contribution_valuer(incentive, audit=model.scenario.game.audit_contributions)
         self.offer_made = Offer()
         self.selection = Selection(())
         self.payments: dict[int, float] = {}
@@ -40,11 +69,40 @@ class ServerAgent(mesa.Agent):
         self.offer_made = self.incentive.offer(market, info=info)
         return self.offer_made
 
-    def select(self, candidates: Sequence[ClientView], info: RoundInfo) -> Selection:
-        """Phase 4: the participants among the willing, reachable ``candidates``."""
+    def clear(self, table: ClientTable, info: RoundInfo) -> None:
+        """Phase 3, after the answers: an incentive that ``ClearsMarket`` (an auction) picks
+        the winners; the other willing clients decline (``not allocated``) and do not train."""
+        if not isinstance(self.incentive, ClearsMarket):
+            return
+        won = self.incentive.clear(self.offer_made, table.responses(), info=info)
+        lost = table.participating.copy()
+        lost[np.asarray(won, dtype=np.int64)] = False
+        table.participating[lost] = False
+        table.decline_reason[lost] = "not allocated"
+
+    def select(self, table: ClientTable, info: RoundInfo) -> Selection:
+        """Phase 4: the participants among the willing, reachable clients of ``table``;
+        ``RuntimeError`` when the rule names a client that was not a candidate."""
+        candidates = table.views(np.flatnonzero(table.participating))
         rng = self.model.plan.rng("selection", info.round)
         self.selection = self.selection_rule.select(candidates, info=info, rng=rng)
+        ids = np.asarray(self.selection.client_ids, dtype=np.int64)
+        rule = f"selection rule {type(self.selection_rule).__name__}"
+        check_candidates(ids, table.participating, who=rule, round_=info.round)
         return self.selection
+
+    def value(
+        self, received: torch.Tensor, ids: np.ndarray, table: ClientTable, info: RoundInfo
+    ) -> dict[int, float] | None:
+        """Phase 8: each sender's estimated contribution (:attr:`valuer`; None without one)."""
+        if self.valuer is None:
+            return None
+        from fedgame.learning.coalitions import CoalitionEvaluator, aggregation_weights
+
+        weights = aggregation_weights(self.aggregation, table.views(ids))
+        evaluator = CoalitionEvaluator(self.model.learner, received, weights)
+        rng = self.model.plan.rng("contributions", info.round)
+        return self.valuer.value_contributions(evaluator, ids, info=info, rng=rng)
 
     def aggregate(
         self,

@@ -100,3 +100,8 @@ class TrainingSettings(BaseModel):
         if self.lr_decay_tau is None:
             return float(self.lr)
         return float(self.lr / (1.0 + round_index / self.lr_decay_tau))
+
+    def evaluates(self, round_: int, rounds: int) -> bool:
+        """Whether the global model is evaluated after round ``round_`` of ``rounds``
+        (``eval_every``: every k-th round and the last)."""
+        return round_ % self.eval_every == 0 or round_ >= rounds

@@ -44,6 +44,23 @@ def contests(servers: Sequence[MarketServer]) -> tuple[np.ndarray, ...]:
     return nu, phi, players, caps
 
 
+def play_contests(
+    contest: tuple[np.ndarray, ...], rewards: np.ndarray, rules: MarketRules
+) -> JointPlay:
+    """The followers' joint play of ``contest`` (:func:`contests`) at the leaders' ``rewards``,
+    to the rules' follower tolerance and iteration cap."""
+    nu, phi, players, caps = contest
+    return joint_contests(
+        nu,
+        rewards=rewards,
+        phi=phi,
+        players=players,
+        caps=caps,
+        tol=rules.follower_tol,
+        max_iter=rules.follower_iterations,
+    )
+
+
 def compete(servers: Sequence[MarketServer], rules: MarketRules, t: int) -> LeadersPlay:
     """The round's rewards: the monopoly offers (``independent``), or the leaders' iterated
     best response from them (``best_response``; only leaders whose incentive optimises,
@@ -51,18 +68,10 @@ def compete(servers: Sequence[MarketServer], rules: MarketRules, t: int) -> Lead
     start = np.array([srv.now.offer.reward for srv in servers], dtype=float)
     if rules.competition == "independent" or len(servers) < 2:
         return LeadersPlay(start, True, 0)
-    nu, phi, players, caps = contests(servers)
+    contest = contests(servers)
 
     def followers(rewards: np.ndarray) -> np.ndarray:
-        return joint_contests(
-            nu,
-            rewards=rewards,
-            phi=phi,
-            players=players,
-            caps=caps,
-            tol=rules.follower_tol,
-            max_iter=rules.follower_iterations,
-        ).rho
+        return play_contests(contest, rewards, rules).rho
 
     def best_response(s: int, rewards: np.ndarray) -> float:
         srv = servers[s]
@@ -103,17 +112,10 @@ def respond(servers: Sequence[MarketServer], rules: MarketRules) -> JointPlay:
     """Every client's answer to every offer (the joint play), written to each server's table:
     it takes part where its budget for that server is > 0; it declines as ``unreachable``,
     ``excluded``, ``budget`` (nothing left) or ``declined`` (a budget of 0 is its best)."""
-    nu, phi, players, caps = contests(servers)
+    contest = contests(servers)
+    _, _, players, caps = contest
     rewards = np.array([srv.now.offer.reward for srv in servers], dtype=float)
-    play = joint_contests(
-        nu,
-        rewards=rewards,
-        phi=phi,
-        players=players,
-        caps=caps,
-        tol=rules.follower_tol,
-        max_iter=rules.follower_iterations,
-    )
+    play = play_contests(contest, rewards, rules)
     for s, srv in enumerate(servers):
         rho = play.rho[s]
         take = rho > 0

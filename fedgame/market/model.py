@@ -26,6 +26,7 @@ import mesa
 import numpy as np
 import pandas as pd
 
+from fedgame.agents.roster_model import ScenarioModel
 from fedgame.market.compete import compete, respond
 from fedgame.market.followers import JointPlay
 from fedgame.market.leaders import LeadersPlay
@@ -42,7 +43,7 @@ from fedgame.mechanisms.base import ObservesFaults
 from fedgame.privacy.budget import PrivacyBudget
 from fedgame.privacy.invariant import PrivacyInvariant
 from fedgame.scenario.build import build_world, prepare_components
-from fedgame.scenario.coerce import ScenarioLike, scenario_from
+from fedgame.scenario.coerce import ScenarioLike
 from fedgame.scenario.schema import Scenario
 from fedgame.seeding import SeedPlan
 from fedgame.views import MarketView, RoundRecord
@@ -79,7 +80,7 @@ class _Quiet:
             return {}
 
 
-class MarketModel(mesa.Model):
+class MarketModel(ScenarioModel):
     """Competing servers over shared clients (module doc); arguments as ``FedGameModel``."""
 
     def __init__(
@@ -90,16 +91,8 @@ class MarketModel(mesa.Model):
         replicate: int = 0,
         **kwargs: Any,
     ) -> None:
-        if seed is not None:
-            kwargs["seed"] = seed
-        resolved = (
-            scenario
-            if isinstance(scenario, Scenario) and not kwargs
-            else scenario_from(scenario, **kwargs)
-        )
-        plan = SeedPlan(resolved.seed, replicate)
-        super().__init__(seed=plan.seed_int("mesa"))
-        self.scenario, self.replicate, self.plan = resolved, replicate, plan
+        super().__init__(scenario, seed=seed, replicate=replicate, **kwargs)
+        resolved, plan = self.scenario, self.plan
         self.rules = resolved.market
         self.servers: list[MarketServer] = []
         for j, (spec, one) in enumerate(zip(resolved.servers, server_scenarios(resolved))):
@@ -197,6 +190,9 @@ class MarketModel(mesa.Model):
             self.share_spent(self.servers[j], charged)
         for srv, comp in self._observers:
             comp.observe_faults(draw, info=infos[srv.index])
+        for srv in self.servers:  # the uploads are over: each plan carries the round's faults
+            if srv.now.plan is not None:
+                srv.now.plan = srv.now.plan.after_upload(draw)
         # 5. training, every federation in one call; 6-9. privatise, aggregate, pay
         jobs = [self._job(srv, t) for srv in self.servers]
         batched = self.rules.batched_evaluation

@@ -16,10 +16,11 @@ import mesa
 import numpy as np
 import torch
 
+from fedgame.agents.server import check_candidates
 from fedgame.agents.table import ClientTable
 from fedgame.errors import DivergenceError
 from fedgame.mechanisms.base import DrawsMasks
-from fedgame.privacy.base import FinalisesAggregate, RecordsReleases
+from fedgame.privacy.base import FinalisesAggregate, RecordsReleases, split_metrics
 from fedgame.privacy.budget import PrivacyBudget
 from fedgame.privacy.invariant import PrivacyInvariant
 from fedgame.privacy.releases import Releases
@@ -123,10 +124,8 @@ class MarketServer(mesa.Agent):
             candidates, info=info, rng=self.rng("selection", info.round)
         )
         ids = np.asarray(selection.client_ids, dtype=np.int64)
-        if ids.size and not self.table.participating[ids].all():
-            raise RuntimeError(
-                f"server {self.name}: selection chose clients that were not candidates"
-            )
+        who = f"server {self.name}: selection"
+        check_candidates(ids, self.table.participating, who=who, round_=info.round)
         self.table.touch(ids)
         self.table.selected[ids] = True
         self.now.selection, self.now.selected = selection, ids
@@ -159,8 +158,10 @@ class MarketServer(mesa.Agent):
         if local is not None and now.plan is not None:
             ids = now.selected
             self.table.train_loss[ids] = local.train_loss.detach().cpu().numpy()
-            updates = self.privacy.privatise(
-                local.updates, now.plan, generator=self.torch_generator("noise", info.round)
+            updates, _ = split_metrics(
+                self.privacy.privatise(
+                    local.updates, now.plan, generator=self.torch_generator("noise", info.round)
+                )
             )
             self.table.noise_std[ids] = now.plan.noise_std
             if now.sent.any():
@@ -190,11 +191,13 @@ class MarketServer(mesa.Agent):
             rng=self.rng("masks", info.round) if self._draws_masks else None,
         )
         if delta is not None and self._finaliser is not None:
-            delta = self._finaliser.finalise(
-                delta,
-                now.plan,
-                num_received=len(ids),
-                generator=self.torch_generator("central", info.round),
+            delta, _ = split_metrics(
+                self._finaliser.finalise(
+                    delta,
+                    now.plan,
+                    num_received=len(ids),
+                    generator=self.torch_generator("central", info.round),
+                )
             )
         if delta is None:
             now.aggregation_failed = True

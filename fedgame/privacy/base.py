@@ -9,6 +9,12 @@ A mechanism is consulted in three places per round:
 * ``privatise`` (after training): clip and noise the trained updates, batched over clients;
 * ``finalise`` (the ``FinalisesAggregate`` capability): server-side noise on the aggregate.
 
+A mechanism keeps no per-round state: what a later phase needs is in the frozen plan (the
+model adds the round's fault draw to it once the uploads are over,
+:meth:`PrivacyPlan.after_upload`), and ``privatise``/``finalise`` may return
+``(result, metrics)``, the round metrics they measured (:func:`split_metrics`); the columns
+computed from the plan come from ``release_metrics`` (the ``ReportsRelease`` capability).
+
 ``next_charges(views)`` describes one more participation at the default level, so clients
 can see the price of their next round (``ClientView.epsilon_after_next``) before answering.
 """
@@ -16,8 +22,8 @@ can see the price of their next round (``ClientView.epsilon_after_next``) before
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, overload, runtime_checkable
 
 import numpy as np
@@ -29,6 +35,7 @@ if TYPE_CHECKING:
     import torch
 
 if TYPE_CHECKING:
+    from fedgame.mechanisms.base import FaultDraw
     from fedgame.privacy.accountants.base import Accountant
 
 Placement = Literal["none", "local", "central", "distributed"]
@@ -208,7 +215,9 @@ class PrivacyPlan:
 
     ``noise_std``: std of the Gaussian (or scale of the Laplace) noise added to each client's
     clipped update; ``step_noise_std``: std of noise added to each local step's averaged
-    clipped gradient (DP-SGD), with ``per_sample_clip`` the per-sample clipping norm.
+    clipped gradient (DP-SGD), with ``per_sample_clip`` the per-sample clipping norm;
+    ``faults``: the round's fault draw, None until the uploads are over (then the model hands
+    ``finalise`` and ``release_metrics`` the plan :meth:`after_upload` returns).
     """
 
     client_ids: tuple[int, ...]
@@ -217,6 +226,17 @@ class PrivacyPlan:
     clip: float | None = None
     per_sample_clip: float | None = None
     step_noise_std: np.ndarray | None = None
+    faults: FaultDraw | None = None
+
+    def after_upload(self, draw: FaultDraw) -> PrivacyPlan:
+        """This plan once the uploads are over: the same terms, and the round's fault draw."""
+        return replace(self, faults=draw)
+
+    def stragglers(self) -> np.ndarray | None:
+        """Mask over ``client_ids`` of the clients whose upload was lost (None: not known)."""
+        if self.faults is None:
+            return None
+        return np.asarray(self.faults.straggler, dtype=bool)[list(self.client_ids)]
 
     def training_hooks(self) -> dict[str, Any]:
         """Learner keywords this plan asks for (per-sample clipping, per-step noise)."""
@@ -261,14 +281,17 @@ class PrivacyMechanism(Protocol):
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
-    ) -> torch.Tensor: ...
+    ) -> torch.Tensor | tuple[torch.Tensor, Mapping[str, Any]]:
+        """The clipped, noised updates, or ``(updates, metrics)`` (:func:`split_metrics`)."""
+        ...
 
 
 @runtime_checkable
 class FinalisesAggregate(Protocol):
     """Capability: server-side noise on the aggregate (central mechanisms), after phase 8.
 
-    Returning ``None`` means the round's aggregation failed (e.g. masks not recoverable).
+    Returning ``None`` means the round's aggregation failed (e.g. masks not recoverable); it
+    may return ``(delta, metrics)`` as ``privatise`` may. ``plan`` knows the round's faults.
     """
 
     def finalise(
@@ -278,7 +301,30 @@ class FinalisesAggregate(Protocol):
         *,
         num_received: int,
         generator: torch.Generator,
-    ) -> torch.Tensor | None: ...
+    ) -> torch.Tensor | tuple[torch.Tensor | None, Mapping[str, Any]] | None: ...
+
+
+@runtime_checkable
+class ReportsRelease(Protocol):
+    """Capability: rounds-table ``round_columns`` and clients-table ``client_columns`` computed
+    from the round's plan (faults included) when the round is collected, or returned as
+    metrics by ``privatise``/``finalise``; rounds without a plan leave them NaN."""
+
+    round_columns: tuple[str, ...]
+    client_columns: tuple[str, ...]
+
+    def release_metrics(
+        self, plan: PrivacyPlan
+    ) -> tuple[Mapping[str, float], Mapping[str, Mapping[int, float]]]: ...
+
+
+def split_metrics(out: Any) -> tuple[Any, dict[str, float]]:
+    """A phase's ``(result, metrics)``, or a bare result with no metrics; each metric as a
+    float (a 0-d tensor is read here, once the phase is over)."""
+    if isinstance(out, tuple):
+        result, metrics = out
+        return result, {name: float(value) for name, value in metrics.items()}
+    return out, {}
 
 
 @runtime_checkable

@@ -54,7 +54,7 @@ from fedgame.privacy.distributed import (
     nbafl_sensitivity,
 )
 from fedgame.privacy.gaussian_core import GaussianCore, check_release
-from fedgame.privacy.noise_report import ReportsNoise, RoundNoise
+from fedgame.privacy.noise_report import ReportsNoise
 from fedgame.privacy.settings import PrivacySettings
 from fedgame.registry import Example, register
 from fedgame.views import ClientView, Response, RoundInfo, SetupContext
@@ -107,22 +107,20 @@ class LocalDP(ReportsNoise, GaussianCore):
         base = self.config.clip * self.factor
         return np.full(len(clients), nbafl_sensitivity(self.config, clients, base=base))
 
-    def plan(
-        self, clients: Sequence[ClientView], responses: Sequence[Response], *, info: RoundInfo
-    ) -> PrivacyPlan:
-        return self.start_round(super().plan(clients, responses, info=info), info=info)
-
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
-    ) -> torch.Tensor:
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
         noise = gaussian_noise(updates.shape, plan.noise_std, like=updates, generator=generator)
-        return self.clip_updates(updates, self.config.clip) + noise
+        clipped, metrics = self.clip_updates(updates, self.config.clip)
+        return clipped + noise, metrics
 
-    def residual_and_effective(self, noise: RoundNoise, late: np.ndarray) -> tuple[float, Any]:
-        var = noise.plan.noise_std**2
+    def residual_and_effective(
+        self, plan: PrivacyPlan, late: np.ndarray, colluders: np.ndarray
+    ) -> tuple[float, Any]:
+        var = plan.noise_std**2
         up = int((~late).sum())
         residual = float(var[~late].sum() / up**2) if up else math.nan
-        return residual, np.where(noise.colluders, 0.0, var)
+        return residual, np.where(colluders, 0.0, var)
 
 
 @register("privacy", "smpc_dp", reads=reads.DISTRIBUTED)
@@ -196,6 +194,12 @@ class SmpcDP(PerRoundGaussian):
         super().prepare(ctx, rng=rng)
         self.wrapped = isinstance(ctx.aggregation, SecureAggregation)
 
+    @property
+    def max_stragglers(self) -> int:
+        """S̄ the noise is sized for (``BoundsStragglers``: a secure sum around this mechanism
+        unmasks with up to S̄ uploads missing by default)."""
+        return self.s_bar()
+
     def s_bar(self) -> int:
         s = self.config.max_stragglers
         if s is None and isinstance(self.faults, BoundsStragglers):
@@ -223,22 +227,23 @@ class SmpcDP(PerRoundGaussian):
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
-    ) -> torch.Tensor:
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
         noise = gaussian_noise(updates.shape, plan.noise_std, like=updates, generator=generator)
-        return self.clip_updates(updates, self.config.clip) + noise
+        clipped, metrics = self.clip_updates(updates, self.config.clip)
+        return clipped + noise, metrics
 
-    def recovery_status(self, noise: RoundNoise | None) -> int:
+    def recovery_status(self, plan: PrivacyPlan) -> int:
         """0 ok, 1 masks unrecoverable, 2 timed out (see the module docstring); 0 before the
         round's faults are known."""
-        late = None if noise is None else noise.stragglers()
-        if noise is None or late is None:
+        late = plan.stragglers()
+        if plan.faults is None or late is None:
             return 0
-        k = len(noise.ids)
+        k = len(plan.client_ids)
         return recovery_status(
             self.config.recovery,
-            ids=noise.ids,
+            ids=plan.client_ids,
             uploaded=~late,
-            failed_edges=noise.failed_edges(),
+            failed_edges=set(plan.faults.failed_edges),
             threshold=self.config.threshold or p2p_threshold(k, self.s_bar()),
         )
 
@@ -252,24 +257,26 @@ class SmpcDP(PerRoundGaussian):
     ) -> torch.Tensor | None:
         if self.wrapped:  # the secure aggregator unmasked (or failed) the sum itself
             return delta
-        return delta if self.recovery_status(self.round_noise) == 0 else None
+        return delta if self.recovery_status(plan) == 0 else None
 
-    def round_metrics(self) -> dict[str, float]:
-        out = super().round_metrics()
-        noise = self.round_noise
-        if out and noise is not None:
-            late = noise.stragglers()
+    def release_metrics(
+        self, plan: PrivacyPlan
+    ) -> tuple[dict[str, float], dict[str, dict[int, float]]]:
+        rounds, clients = super().release_metrics(plan)
+        if rounds:
+            late = plan.stragglers()
             unknown = self.wrapped or late is None or late.all()
-            status = NOT_REPORTED if unknown else self.recovery_status(noise)
-            out["smpc_status"] = float(status)
-        return out
+            rounds["smpc_status"] = float(NOT_REPORTED if unknown else self.recovery_status(plan))
+        return rounds, clients
 
-    def residual_and_effective(self, noise: RoundNoise, late: np.ndarray) -> tuple[float, Any]:
+    def residual_and_effective(
+        self, plan: PrivacyPlan, late: np.ndarray, colluders: np.ndarray
+    ) -> tuple[float, Any]:
         up = int((~late).sum())
-        var = float(noise.plan.noise_std[0]) ** 2
+        var = float(plan.noise_std[0]) ** 2
         residual = var / up if up else math.nan
-        honest_up = int((~late & ~noise.colluders).sum())
-        return residual, np.where(noise.colluders, 0.0, honest_up * var)
+        honest_up = int((~late & ~colluders).sum())
+        return residual, np.where(colluders, 0.0, honest_up * var)
 
 
 @register("privacy", "ideal_smpc", reads=reads.DISTRIBUTED)

@@ -202,6 +202,44 @@ def privacy_aware_sigma(
     return clip * math.sqrt(v_k * participations * local_steps)
 
 
+def paper001_epsilon(
+    *,
+    sigma: float,
+    clip: float,
+    delta: float,
+    sample_rate: float,
+    dataset_size: float,
+    steps: int,
+) -> float:
+    """ε that paper 001's closed form (Eq. 6-7) claims for ``steps`` noisy steps at std σ.
+
+    Solves ``C sqrt(V_k(ε) steps) = σ`` for ε (``V_k`` decreases in ε), i.e. inverts
+    :func:`privacy_aware_sigma` with ``participations * local_steps = steps``.
+    """
+    from scipy.optimize import brentq
+
+    if steps == 0:
+        return 0.0
+
+    def gap(log_eps: float) -> float:
+        eps = math.exp(log_eps)
+        target = privacy_aware_sigma(
+            clip=clip,
+            epsilon=eps,
+            delta=delta,
+            sample_rate=sample_rate,
+            dataset_size=dataset_size,
+            participations=steps,
+            local_steps=1,
+        )
+        return math.log(target) - math.log(sigma)
+
+    lo, hi = math.log(1e-8), math.log(600.0)  # e^ε must stay finite
+    if gap(hi) > 0:
+        return math.exp(hi)
+    return math.exp(brentq(gap, lo, hi, xtol=1e-10))
+
+
 # ---------------------------------------------------------------- analytic Gaussian mechanism
 def analytic_gaussian_delta(
     *, epsilon: np.ndarray | float, noise_multiplier: np.ndarray | float

@@ -51,6 +51,11 @@ class Target:
     ``epsilon``/``delta``: the client's total over ``releases`` = T releases (all of them
     under the same noise). A per-release calibration reads the first pair, a calibration
     over the run the second.
+
+    A subsampled release (DP-SGD) also states its geometry: ``steps`` noisy steps per release
+    at Poisson rate ``sample_rate`` over a local set of ``sample_size`` records clipped to
+    ``clip``, each step's noise sized against ``sensitivity`` (z = σ/Δ). Left out (None):
+    one unsampled step on one record, Δ = 1 (:meth:`geometry`).
     """
 
     epsilon_round: np.ndarray
@@ -59,9 +64,32 @@ class Target:
     delta: np.ndarray
     releases: np.ndarray
     noise: str = "gaussian"
+    sample_rate: np.ndarray | None = None
+    steps: np.ndarray | None = None
+    sample_size: np.ndarray | None = None
+    sensitivity: np.ndarray | None = None
+    clip: float = 1.0
+
+    def geometry(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(sample_rate, steps, sample_size, sensitivity), each a column (defaults: 1)."""
+        n = len(self.epsilon)
+
+        def col(value: np.ndarray | None, dtype: Any) -> np.ndarray:
+            return np.ones(n, dtype) if value is None else np.asarray(value, dtype)
+
+        return (
+            col(self.sample_rate, float),
+            col(self.steps, np.int64),
+            col(self.sample_size, float),
+            col(self.sensitivity, float),
+        )
 
     def take(self, rows: np.ndarray) -> Target:
         """The targets of ``rows`` (a boolean mask or indices)."""
+
+        def cut(value: np.ndarray | None) -> np.ndarray | None:
+            return None if value is None else np.asarray(value)[rows]
+
         return Target(
             self.epsilon_round[rows],
             self.delta_round[rows],
@@ -69,6 +97,11 @@ class Target:
             self.delta[rows],
             self.releases[rows],
             self.noise,
+            cut(self.sample_rate),
+            cut(self.steps),
+            cut(self.sample_size),
+            cut(self.sensitivity),
+            self.clip,
         )
 
 

@@ -8,12 +8,14 @@ pure functions of :mod:`fedgame.privacy.calibrate` (and, for ``accountant``, the
 own ``calibrate``); a calibration only wires them to a :class:`Target`.
 
 Per-release calibrations (``analytic``, ``classic``, ``lightdp``) read each release's own
-(ε_r, δ_r); calibrations over a client's whole run (``dpfl_bcs``, ``accountant``) read its
-total (ε, δ) and the T releases it is spread over. ``epsilon_of`` inverts a calibration on the
-curve its guarantee is stated on (the exact one-release profile, the paper's closed form, or
-the accountant's composition); the registry contract test checks, for every calibration and
-every release it claims, that z meets the target on that curve and that z / ``loose_factor``
-no longer does (z is at most ``loose_factor`` times the tightest multiplier). Calibration
+(ε_r, δ_r); calibrations over a client's whole run (``dpfl_bcs``, ``privacy_aware``,
+``accountant``) read its total (ε, δ) and the T releases it is spread over (a subsampled
+release, DP-SGD, also its steps and sampling rate: :class:`Target`). ``epsilon_of``
+inverts a calibration on the curve its guarantee is stated on (the exact one-release profile,
+the paper's closed form, or the accountant's composition); the registry contract test
+checks, for every calibration and every release it claims, that z meets the target on that
+curve and that z / ``loose_factor`` no longer does (z is at most ``loose_factor`` times the
+tightest multiplier). Calibration
 knobs (``allow_loose_classic``, ``c2``, ``bcs_split``) are keys of the privacy section:
 :func:`make_calibration` hands a calibration those its own ``Config`` declares.
 """
@@ -34,6 +36,8 @@ from fedgame.privacy.calibrate import (
     analytic_gaussian_multipliers,
     dpfl_bcs_gaussian_sigma,
     gaussian_tail_constant,
+    paper001_epsilon,
+    privacy_aware_sigma,
 )
 from fedgame.privacy.calibration_base import (
     Calibration,
@@ -290,6 +294,67 @@ class QiDpfl:
         return rho + 2.0 * np.sqrt(rho * np.log(1.0 / target.delta_round))
 
 
+@registry.register("calibration", "privacy_aware")
+class PrivacyAware:
+    """Paper 001 (privacy-aware selection), Eq. 6-7: DP-SGD's per-step std over the run,
+    σ_k = C sqrt(V_k T_k T^l), V_k = 8 log(e + q ε'/δ)/(|M_k|² q² ε'²), ε' = log(1 + (e^ε − 1)/q);
+    z = σ_k/Δ_k with Δ_k the mechanism's per-step sensitivity.
+
+    Exactly as written: note 001 §8.4 finds its constants are not a proven guarantee (the
+    accountant decides what is actually spent); the stated bound is the paper's closed form
+    (``epsilon_of``: Eq. 6-7 solved for ε). Describes the per-sample-clipped, subsampled local
+    Gaussian release it was derived for (``dpsgd_local``).
+    """
+
+    describes = frozenset({Release("subsampled_gaussian", "local", "sample")})
+    scope = "run"
+    proven_below = math.inf
+    loose_factor = 1.0 + 1e-6  # the inverse is solved to a relative 1e-10 in ε
+
+    def __init__(self, config: Any = None) -> None:
+        del config
+
+    def multipliers(self, target: Target, *, accountant: Accountant) -> np.ndarray:
+        del accountant
+        q, steps, size, sens = target.geometry()
+        return np.array(
+            [
+                privacy_aware_sigma(
+                    clip=target.clip,
+                    epsilon=float(target.epsilon[i]),
+                    delta=float(target.delta[i]),
+                    sample_rate=float(q[i]),
+                    dataset_size=float(size[i]),
+                    participations=int(target.releases[i]),
+                    local_steps=int(steps[i]),
+                )
+                / sens[i]
+                for i in range(len(target.epsilon))
+            ],
+            dtype=float,
+        )
+
+    def epsilon_of(
+        self, multipliers: np.ndarray, target: Target, *, accountant: Accountant
+    ) -> np.ndarray:
+        """Eq. 6-7 solved for ε at σ = zΔ over the T·T^l steps of the run."""
+        del accountant
+        q, steps, size, sens = target.geometry()
+        return np.array(
+            [
+                paper001_epsilon(
+                    sigma=float(z * sens[i]),
+                    clip=target.clip,
+                    delta=float(target.delta[i]),
+                    sample_rate=float(q[i]),
+                    dataset_size=float(size[i]),
+                    steps=int(target.releases[i]) * int(steps[i]),
+                )
+                for i, z in enumerate(np.asarray(multipliers, float))
+            ]
+        )
+
+
 @registry.register("calibration", "accountant")
 class AccountantCurve:
     """The smallest z whose T releases meet (ε, δ) on the client's accountant's own curve.
@@ -299,25 +364,37 @@ class AccountantCurve:
     (ε, δ, T).
     """
 
-    describes = releases(["gaussian", "laplace"], ["local"])
+    describes = releases(["gaussian", "laplace"], ["local"]) | {
+        Release("subsampled_gaussian", "local", "sample")
+    }
     scope = "run"
     proven_below = math.inf
     loose_factor = 1.001  # the pld accountant searches to a relative 1e-4
 
     def __init__(self, config: Any = None) -> None:
         del config
-        self._cache: dict[tuple[float, float, int, str], float] = {}
+        self._cache: dict[tuple[float, float, int, str, float, int], float] = {}
+
+    @staticmethod
+    def template(target: Target, i: int, z: float = math.inf) -> Charge:
+        """Release ``i`` of ``target`` at multiplier ``z``, carrying δ/T (and its geometry)."""
+        q, steps, _, _ = target.geometry()
+        return Charge(
+            target.noise,  # type: ignore[arg-type]
+            noise_multiplier=z,
+            sample_rate=float(q[i]),
+            steps=int(steps[i]),
+            delta=float(target.delta[i]) / int(target.releases[i]),
+        )
 
     def multipliers(self, target: Target, *, accountant: Accountant) -> np.ndarray:
         out = np.empty(len(target.epsilon))
         for i, (e, d, t) in enumerate(zip(target.epsilon, target.delta, target.releases)):
-            key = (float(e), float(d), int(t), target.noise)
+            one = self.template(target, i)
+            key = (float(e), float(d), int(t), target.noise, one.sample_rate, one.steps)
             if key not in self._cache:
                 self._cache[key] = accountant.calibrate(
-                    epsilon=key[0],
-                    delta=key[1],
-                    releases=key[2],
-                    template=Charge(target.noise, delta=key[1] / key[2]),  # type: ignore[arg-type]
+                    epsilon=key[0], delta=key[1], releases=key[2], template=one
                 )
             out[i] = self._cache[key]
         return out
@@ -328,11 +405,11 @@ class AccountantCurve:
         return np.array(
             [
                 accountant.composed_epsilon(
-                    Charge(target.noise, noise_multiplier=float(z), delta=float(d) / int(t)),  # type: ignore[arg-type]
-                    count=int(t),
-                    delta=float(d),
+                    self.template(target, i, float(z)),
+                    count=int(target.releases[i]),
+                    delta=float(target.delta[i]),
                 )
-                for z, d, t in zip(multipliers, target.delta, target.releases)
+                for i, z in enumerate(multipliers)
             ]
         )
 

@@ -69,6 +69,7 @@ class CentralGaussian:
     follows: frozenset[str] = frozenset()
     example = Example({"noise_multiplier": 0.3})
     round_columns = ("central_noise_std",)
+    client_columns: tuple[str, ...] = ()
 
     class Config(ReleaseSettings):
         """The shared release knobs (:mod:`fedgame.privacy.settings`) of a user-level update
@@ -106,8 +107,6 @@ class CentralGaussian:
         #: z of every release: fixed, or solved once in ``prepare`` (set-up state)
         self.z = config.noise_multiplier or math.nan
         self.weights_of: Any = None
-        #: the std of the noise ``finalise`` added this round, reported once by round_metrics
-        self._last_std = math.nan
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
@@ -190,18 +189,21 @@ class CentralGaussian:
         *,
         num_received: int,
         generator: torch.Generator,
-    ) -> torch.Tensor:
-        """Add N(0, (z C s)^2 I) to the aggregate, s = :func:`max_weight_share`."""
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """Add N(0, (z C s)^2 I) to the aggregate, s = :func:`max_weight_share`; the metric
+        ``central_noise_std`` is that std."""
         import torch
 
         assert isinstance(plan, CentralPlan)
         share = max_weight_share(plan.weights, num_received=num_received)
-        self._last_std = self.z * self.config.clip * share
+        std = self.z * self.config.clip * share
         noise = torch.randn(
             delta.shape, generator=generator, device=delta.device, dtype=delta.dtype
         )
-        return delta + self._last_std * noise
+        return delta + std * noise, {"central_noise_std": std}
 
-    def round_metrics(self) -> dict[str, float]:
-        std, self._last_std = self._last_std, math.nan
-        return {"central_noise_std": std}
+    def release_metrics(self, plan: PrivacyPlan) -> tuple[dict[str, float], dict[str, Any]]:
+        """None from the plan: ``central_noise_std`` comes with ``finalise``'s result (NaN
+        in a round whose aggregate was not noised)."""
+        del plan
+        return {}, {}

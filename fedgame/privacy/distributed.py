@@ -124,7 +124,7 @@ def check_equal_weights(scenario: Any, *, why: str) -> None:
 
 
 class PerRoundGaussian(ReportsNoise):
-    """Common plumbing: budget split, charges, and the round's noise for the metric columns."""
+    """Common plumbing: budget split, charges, and paper 004's noise columns."""
 
     placement = "distributed"
     noise = "gaussian"
@@ -204,12 +204,10 @@ class PerRoundGaussian(ReportsNoise):
         **design: Any,
     ) -> PrivacyPlan:
         """The round's plan (a ``kind``, with its ``design`` fields), one charge per client (a
-        Gaussian release of noise multiplier ``multipliers`` at δ share ``delta``), kept as
-        the round's noise for the metric columns."""
+        Gaussian release of noise multiplier ``multipliers`` at δ share ``delta``)."""
         ids = tuple(c.client_id for c in clients)
         charges = Charges("gaussian", noise_multiplier=multipliers, delta=delta)
-        plan = kind(ids, charges, np.asarray(sigma, float), self.config.clip, **design)
-        return self.start_round(plan, info=info)
+        return kind(ids, charges, np.asarray(sigma, float), self.config.clip, **design)
 
 
 def nbafl_sensitivity(config: Any, clients: Sequence[ClientView], *, base: float) -> float:

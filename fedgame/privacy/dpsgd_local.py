@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import Field, PositiveFloat
+from pydantic import Field, PositiveFloat, field_validator
 
 from fedgame import reads
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import calibrate_targets, check_reachable
 from fedgame.privacy.base import Charge, Charges, PerClientCharges, PrivacyPlan
-from fedgame.privacy.calibrate import privacy_aware_sigma
+from fedgame.privacy.calibrate import paper001_epsilon
+from fedgame.privacy.calibration_base import (
+    CalibrationName,
+    Release,
+    Target,
+    check_calibration,
+    make_calibration,
+)
 from fedgame.privacy.local_common import (
     ParticipationPlan,
     Participations,
@@ -46,44 +54,6 @@ def step_geometry(
     return min(1.0, batch_size / d), batch_size, local_steps, math.ceil(batch_size / d)
 
 
-def paper001_epsilon(
-    *,
-    sigma: float,
-    clip: float,
-    delta: float,
-    sample_rate: float,
-    dataset_size: float,
-    steps: int,
-) -> float:
-    """ε that paper 001's closed form (Eq. 6-7) claims for ``steps`` noisy steps at std σ.
-
-    Solves ``C sqrt(V_k(ε) steps) = σ`` for ε (``V_k`` decreases in ε), i.e. inverts
-    ``calibrate.privacy_aware_sigma`` with ``participations * local_steps = steps``.
-    """
-    from scipy.optimize import brentq
-
-    if steps == 0:
-        return 0.0
-
-    def gap(log_eps: float) -> float:
-        eps = math.exp(log_eps)
-        target = privacy_aware_sigma(
-            clip=clip,
-            epsilon=eps,
-            delta=delta,
-            sample_rate=sample_rate,
-            dataset_size=dataset_size,
-            participations=steps,
-            local_steps=1,
-        )
-        return math.log(target) - math.log(sigma)
-
-    lo, hi = math.log(1e-8), math.log(600.0)  # e^ε must stay finite
-    if gap(hi) > 0:
-        return math.exp(hi)
-    return math.exp(brentq(gap, lo, hi, xtol=1e-10))
-
-
 @register("privacy", "dpsgd_local", reads=reads.CHARGES)
 class LocalDpSgd(PerClientCharges):
     """DP-SGD on each client: clip per-sample gradients to C, noise each step's mean gradient.
@@ -98,10 +68,13 @@ class LocalDpSgd(PerClientCharges):
     T_k planned participations: ``participations: auto`` (default) reads the selection's
     per-client plan when it has one (paper 001 realised T_k, Power-of-Choice caps; budget
     share s_k scales (ε_k, δ_k)), else the scenario-wide count (``scenario``); an integer
-    fixes T for all. ``calibration``: ``accountant`` (default) solves z_k so that T_k
-    participations (T_k·local_steps steps) meet (ε_k, δ_k) under the accountant (rdp/pld);
-    ``paper`` uses paper 001 Eq. 6-7, s_k = C sqrt(V_k T_k T^l), exactly as written (note 001
-    §8.4: not a proven guarantee; the accountant reports what it really costs).
+    fixes T for all. ``calibration``: any registered calibration that describes this release
+    (subsampled Gaussian, local, sample level): ``accountant`` (default) solves z_k so that
+    T_k participations (T_k·local_steps steps) meet (ε_k, δ_k) under the accountant
+    (rdp/pld), for every client at once; ``privacy_aware`` uses paper 001 Eq. 6-7,
+    s_k = C sqrt(V_k T_k T^l), exactly as written (note 001 §8.4: not a proven guarantee; the
+    accountant reports what it really costs). ``paper``, its old name here, still works in
+    this release with one deprecation line.
     ``epsilon_closed_form`` is paper 001's own figure for the steps released so far.
     """
 
@@ -109,7 +82,9 @@ class LocalDpSgd(PerClientCharges):
     noise = "subsampled_gaussian"
     #: the noise is sized for the client's planned releases; a chosen level is not followed
     follows: frozenset[str] = frozenset()
-    example = Example({"calibration": "paper"})
+    example = Example({"calibration": "privacy_aware"})
+    #: what it releases, for the calibrations that can describe it
+    release = Release("subsampled_gaussian", "local", "sample")
     client_columns = ("epsilon_closed_form",)
 
     class Config(ReleaseSettings):
@@ -120,11 +95,11 @@ class LocalDpSgd(PerClientCharges):
         level: Literal["sample"] = Field(
             "sample", description="sample: every per-sample gradient is clipped (DP-SGD)"
         )
-        calibration: Literal["accountant", "paper"] = Field(
+        calibration: CalibrationName = Field(
             "accountant",
             description=(
-                "accountant (noise solved under the accountant) or paper (paper 001 Eq. 6-7 as "
-                "written)"
+                "a calibration that describes DP-SGD's release: accountant (noise solved under "
+                "the accountant) or privacy_aware (paper 001 Eq. 6-7 as written; formerly paper)"
             ),
         )
         participations: Participations = participations_field()
@@ -133,9 +108,24 @@ class LocalDpSgd(PerClientCharges):
             description="accountant plug-in that prices every release (fedgame list accountant)",
         )
 
+        @field_validator("calibration", mode="before")
+        @classmethod
+        def _old_name(cls, value: Any) -> Any:
+            if value == "paper":
+                warnings.warn(
+                    "privacy.calibration: paper is deprecated for dpsgd_local: write "
+                    "privacy.calibration: privacy_aware (the same paper 001 Eq. 6-7); the old "
+                    "name will be refused in the next release",
+                    FutureWarning,
+                    stacklevel=2,
+                )
+                return "privacy_aware"
+            return value
+
     def __init__(self, config: Config) -> None:
         self.config = config
         self.accountant = make_accountant(config.accountant)
+        self.calibration = make_calibration(config.calibration, config)
         self.factor = adjacency_factor(config.adjacency)
         self.participation = ParticipationPlan(config.participations)
         self.training: Any = None
@@ -146,6 +136,7 @@ class LocalDpSgd(PerClientCharges):
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
         check_describes(config.accountant, "subsampled_gaussian", key=f"{key}.accountant")
+        check_calibration(config.calibration, LocalDpSgd.release, kind="dpsgd_local", key=key)
         if config.calibration == "accountant":  # q = 1 needs the most noise: the worst case
             t = config.participations if isinstance(config.participations, int) else None
             check_reachable(
@@ -231,17 +222,23 @@ class LocalDpSgd(PerClientCharges):
         eps, delta, t, _ = self.participation.budget(client)
         key = self._key(client)
         if key not in self._z_cache:
-            if self.config.calibration == "paper":
-                sigma = privacy_aware_sigma(
+            if self.config.calibration != "accountant":
+                eps_k, delta_k = np.array([eps]), np.array([delta])
+                target = Target(
+                    eps_k,
+                    delta_k,
+                    eps_k,
+                    delta_k,
+                    np.array([t], dtype=np.int64),
+                    "subsampled_gaussian",
+                    sample_rate=np.array([q]),
+                    steps=np.array([steps], dtype=np.int64),
+                    sample_size=np.array([b / q]),
+                    sensitivity=np.array([sens]),
                     clip=self.config.clip,
-                    epsilon=eps,
-                    delta=delta,
-                    sample_rate=q,
-                    dataset_size=b / q,
-                    participations=t,
-                    local_steps=steps,
                 )
-                self._z_cache[key] = sigma / sens
+                zs = self.calibration.multipliers(target, accountant=self.accountant)
+                self._z_cache[key] = float(zs[0])
             else:
                 self._z_cache[key] = self.accountant.calibrate(
                     epsilon=eps,

@@ -237,7 +237,8 @@ class GaussianCore(ReleaseSensitivity):
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
-    ) -> torch.Tensor:
+    ) -> torch.Tensor | tuple[torch.Tensor, dict[str, Any]]:
+        """Clip to ``plan.clip`` and add N(0, σ_k² I) (a preset may add its metrics)."""
         out = updates if plan.clip is None else clip_rows(updates, plan.clip)
         return out + gaussian_noise(
             updates.shape, plan.noise_std, like=updates, generator=generator

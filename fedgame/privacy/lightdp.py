@@ -39,7 +39,6 @@ from fedgame.privacy.distributed import (
     check_bounds,
     check_equal_weights,
 )
-from fedgame.privacy.noise_report import RoundNoise
 from fedgame.registry import Example, register
 from fedgame.views import ClientView, Response, RoundInfo
 
@@ -214,12 +213,12 @@ class LightDP(PerRoundGaussian):
 
     def privatise(
         self, updates: torch.Tensor, plan: PrivacyPlan, *, generator: torch.Generator
-    ) -> torch.Tensor:
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
         import torch
 
         assert isinstance(plan, PairwisePlan) and plan.design is not None
         design = plan.design
-        clipped = self.clip_updates(updates, self.config.clip)
+        clipped, metrics = self.clip_updates(updates, self.config.clip)
         k, p = updates.shape
         individual = (
             torch.randn((k, p), generator=generator, device=updates.device, dtype=updates.dtype)
@@ -235,13 +234,14 @@ class LightDP(PerRoundGaussian):
             like=updates,
             generator=generator,
         )
-        return clipped + individual + pair
+        return clipped + individual + pair, metrics
 
-    def residual_and_effective(self, noise: RoundNoise, late: np.ndarray) -> tuple[float, Any]:
-        plan = noise.plan
+    def residual_and_effective(
+        self, plan: PrivacyPlan, late: np.ndarray, colluders: np.ndarray
+    ) -> tuple[float, Any]:
         assert isinstance(plan, PairwisePlan) and plan.design is not None
         k2, u2 = plan.design.sigma_pairwise, plan.design.sigma_individual
-        adj, k = plan.adjacency(), len(noise.ids)
+        adj, k = plan.adjacency(), len(plan.client_ids)
         residual = float("nan")
         if (~late).any():
             residual = ld.topology_residual_variance(
@@ -254,7 +254,7 @@ class LightDP(PerRoundGaussian):
         effective = ld.topology_colluder_residual_variance(
             adj,
             n_clients=k,
-            colluders=np.flatnonzero(noise.colluders),
+            colluders=np.flatnonzero(colluders),
             sigma_pairwise=k2,
             sigma_individual=u2,
         )

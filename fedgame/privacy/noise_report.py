@@ -7,119 +7,70 @@ updates, before noise: the signal that noise is measured against); clients gain
 ``effective_noise_var`` (per-coordinate variance of the noise on its contribution that the
 server plus the colluders cannot remove; 0 for a colluder, NaN when not selected).
 
-What the columns need is one frozen :class:`RoundNoise` per round: the round's
-:class:`~fedgame.privacy.base.PrivacyPlan` (its noise std and design), then the clipped
-updates' norm (``privatise``) and the fault draw (``observe_faults``, once uploads are over),
-each a new object replacing the last, never a field mutated in place.
+A mechanism keeps none of this between phases: the columns are computed from the round's
+frozen :class:`~fedgame.privacy.base.PrivacyPlan` once the uploads are over (its noise std
+and design, and the fault draw the model adds to it), and ``update_norm`` is the metric
+``privatise`` returns with the noised updates (:meth:`ReportsNoise.clip_updates`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedgame.mechanisms.base import FaultDraw
 from fedgame.privacy.base import PrivacyPlan, clip_rows
-from fedgame.views import RoundInfo, SetupContext
+from fedgame.views import SetupContext
 
 if TYPE_CHECKING:
     import torch
 
 
-@dataclass(frozen=True)
-class RoundNoise:
-    """One round's noise, as the reporting phase reads it.
-
-    ``colluders``: mask over ``plan.client_ids``; ``update_norm``: a 0-d tensor (read when
-    the round is reported, so the GPU is not synchronised in ``privatise``); ``draw``: the
-    round's faults, known once uploads are over.
-    """
-
-    plan: PrivacyPlan
-    round: int
-    colluders: np.ndarray
-    update_norm: Any = None
-    draw: FaultDraw | None = None
-
-    @property
-    def ids(self) -> tuple[int, ...]:
-        return self.plan.client_ids
-
-    def stragglers(self) -> np.ndarray | None:
-        """Mask over the selected clients of those whose upload is lost, if known."""
-        if self.draw is None:
-            return None
-        return np.asarray(self.draw.straggler, dtype=bool)[list(self.ids)]
-
-    def failed_edges(self) -> set[tuple[int, int]]:
-        """Client-client links down this round (empty until the draw is known)."""
-        return set() if self.draw is None else set(self.draw.failed_edges)
-
-
 class ReportsNoise:
-    """Mixin: paper 004's noise columns (the module docstring) from the round's RoundNoise.
+    """Mixin: paper 004's noise columns (the module docstring) from the round's plan
+    (the ``ReportsRelease`` capability).
 
-    A mechanism calls :meth:`start_round` with the plan it returns, clips through
-    :meth:`clip_updates`, and defines :meth:`residual_and_effective`.
+    A mechanism clips through :meth:`clip_updates`, returns ``(updates, metrics)`` from
+    ``privatise`` and defines :meth:`residual_and_effective`.
     """
 
     round_columns: tuple[str, ...] = ("colluders", "residual_noise_var", "update_norm")
     client_columns: tuple[str, ...] = ("effective_noise_var",)
+    #: every client's colluder flag, fixed over the run (set-up state)
     colluder: np.ndarray = np.zeros(0, dtype=bool)
-    #: the round's noise, or None before the first plan / after a round without one
-    round_noise: RoundNoise | None = None
 
     def prepare_report(self, ctx: SetupContext) -> None:
         """Every client's colluder flag (fixed over the run)."""
         self.colluder = np.array([c.colluder for c in ctx.clients], dtype=bool)
-        self.round_noise = None
 
-    def start_round(self, plan: PrivacyPlan, *, info: RoundInfo) -> PrivacyPlan:
-        """Keep ``plan`` as the round's noise; returns it."""
+    def colluders(self, plan: PrivacyPlan) -> np.ndarray:
+        """Mask over ``plan.client_ids`` of the colluders among them."""
         ids = list(plan.client_ids)
-        coll = self.colluder[ids] if self.colluder.size else np.zeros(len(ids), dtype=bool)
-        self.round_noise = RoundNoise(plan, info.round, coll)
-        return plan
+        return self.colluder[ids] if self.colluder.size else np.zeros(len(ids), dtype=bool)
 
-    def clip_updates(self, updates: torch.Tensor, clip: float) -> torch.Tensor:
-        """Each row clipped to L2 norm ``clip``; the norm of their mean joins the round."""
+    @staticmethod
+    def clip_updates(updates: torch.Tensor, clip: float) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Each row clipped to L2 norm ``clip``, and the metric ``update_norm``: the norm of
+        their mean (a 0-d tensor, read once the phase is over)."""
         clipped = clip_rows(updates, clip)
-        if self.round_noise is not None:
-            norm = clipped.mean(dim=0).norm()
-            self.round_noise = dataclasses.replace(self.round_noise, update_norm=norm)
-        return clipped
+        return clipped, {"update_norm": clipped.mean(dim=0).norm()}
 
-    def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None:
-        """The round's faults, handed over once the uploads are over (``ObservesFaults``)."""
-        noise = self.round_noise
-        fresh = noise is not None and noise.round == info.round
-        self.round_noise = dataclasses.replace(noise, draw=draw) if noise and fresh else None
-
-    def residual_and_effective(self, noise: RoundNoise, late: np.ndarray) -> tuple[float, Any]:
+    def residual_and_effective(
+        self, plan: PrivacyPlan, late: np.ndarray, colluders: np.ndarray
+    ) -> tuple[float, Any]:
         """(residual variance of the average, effective variance per selected client)."""
         raise NotImplementedError
 
-    def round_metrics(self) -> dict[str, float]:
-        noise = self.round_noise
-        if noise is None or noise.draw is None or not noise.ids:
-            return {}
-        late = noise.stragglers()
-        assert late is not None
-        return {
-            "colluders": float(noise.colluders.sum()),
-            "residual_noise_var": self.residual_and_effective(noise, late)[0],
-            "update_norm": math.nan if noise.update_norm is None else float(noise.update_norm),
-        }
-
-    def client_metrics(self) -> dict[str, dict[int, float]]:
-        noise = self.round_noise
-        if noise is None or noise.draw is None or not noise.ids:
-            return {}
-        late = noise.stragglers()
-        assert late is not None
-        effective = self.residual_and_effective(noise, late)[1]
-        return {"effective_noise_var": dict(zip(noise.ids, map(float, effective)))}
+    def release_metrics(
+        self, plan: PrivacyPlan
+    ) -> tuple[dict[str, float], dict[str, dict[int, float]]]:
+        """The round's ``colluders`` and ``residual_noise_var``, and each selected client's
+        ``effective_noise_var`` (none before the round's faults are known)."""
+        late = plan.stragglers()
+        if late is None or not plan.client_ids:
+            return {}, {}
+        colluders = self.colluders(plan)
+        residual, effective = self.residual_and_effective(plan, late, colluders)
+        rounds = {"colluders": float(colluders.sum()), "residual_noise_var": residual}
+        clients = {"effective_noise_var": dict(zip(plan.client_ids, map(float, effective)))}
+        return rounds, clients

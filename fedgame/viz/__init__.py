@@ -5,5 +5,7 @@ SolaraViz inputs (:mod:`fedgame.viz.knobs`); ``fedgame dashboard RUN_FOLDER`` re
 run read-only (:mod:`fedgame.viz.replay`). Both offer the same data (:mod:`fedgame.viz.data`) to
 the same views: the client network (:mod:`fedgame.viz.network`), the curves
 (:mod:`fedgame.viz.curves`) and the current round's clients (:mod:`fedgame.viz.table`), put
-together by :mod:`fedgame.viz.app` and served by :mod:`fedgame.viz.serve`.
+together by :mod:`fedgame.viz.app` and served by :mod:`fedgame.viz.serve`. A market (a scenario
+with ``servers:``) steps a live :mod:`fedgame.viz.market` model and shows the per-server views
+of :mod:`fedgame.viz.market_views`, live or replayed.
 """

@@ -8,7 +8,8 @@ click, and the table of the round's clients (:mod:`fedgame.viz.table`). The figu
 widgets (``solara.FigureEcharts``; ECharts 5.4 ships in ``solara-assets``, so it loads
 offline) whose option is replaced in place each round: nothing is rasterised or rebuilt on the
 server, and hover tooltips run in the browser. A replay has a round slider (jump to any
-recorded round) and, for a sweep, a choice of its runs.
+recorded round) and, for a sweep, a choice of its runs. A market (a scenario with ``servers:``)
+gets its own knobs (:mod:`fedgame.viz.market`) and views (:mod:`fedgame.viz.market_views`).
 
 ``fedgame dashboard`` says what to show through the :data:`CONFIG_ENV` environment variable
 (``{"scenario": file, "overrides": [...]}`` or ``{"replay": run_folder}``); each browser tab
@@ -32,6 +33,14 @@ from fedgame.scenario.schema import Scenario
 from fedgame.viz.curves import curve_options
 from fedgame.viz.data import DashboardData, settings_line
 from fedgame.viz.knobs import GAMMA, INCENTIVE_KIND, gamma_start_hidden, model_params
+from fedgame.viz.market_views import (
+    market_curve_options,
+    market_network_option,
+    market_round_table,
+    market_settings_line,
+    market_status_line,
+    server_names,
+)
 from fedgame.viz.network import network_option, sketch
 from fedgame.viz.serve import CONFIG_ENV
 from fedgame.viz.table import client_rows, round_table
@@ -104,12 +113,23 @@ def build(config: dict[str, Any]) -> tuple[DashboardData, dict[str, Any]]:
     from fedgame.viz.live import DashboardModel
 
     scenario = load_scenario(config["scenario"], config.get("overrides", []))
+    if scenario.servers:  # a market (issue 35)
+        from fedgame.viz.market import MarketDashboardModel, market_params
+
+        return MarketDashboardModel(scenario), market_params(scenario)
     return DashboardModel(scenario), model_params(scenario)
 
 
 def status_line(model: DashboardData) -> str:
     """``round 3 of 30 · 50 clients · test accuracy 0.612 · mean ε spent 4.20 · simulated in
-    0.81 s`` (the last part: how long the latest round took to simulate, live models only)."""
+    0.81 s`` (the last part: how long the latest round took to simulate, live models only);
+    a market's (:func:`fedgame.viz.market_views.market_status_line`) names each server."""
+    servers = server_names(model.settings)
+    if servers:
+        return market_status_line(
+            model.history(), servers, step=model.steps, planned=model.rounds_planned,
+            clients=clients_n(model) or 0, step_seconds=model.step_seconds,
+        )  # fmt: skip
     rounds = model.history()
     parts = [f"round {model.steps} of {model.rounds_planned}"]
     clients = model.current_clients()
@@ -136,7 +156,9 @@ def Header(model: DashboardData) -> None:
     update_counter.get()
     solara.Text(status_line(model), classes=["fedgame-status"],
                 style={"font-weight": "bold", "font-size": "16px"})  # fmt: skip
-    solara.Text(settings_line(model.settings), style={"font-size": "13px", "color": "#555"})
+    tree = model.settings
+    line = market_settings_line(tree) if server_names(tree) else settings_line(tree)
+    solara.Text(line, style={"font-size": "13px", "color": "#555"})
     if model.notice:
         solara.Warning(model.notice, dense=True)
 
@@ -162,10 +184,12 @@ def ReplayControls(model: Any, runs: dict[str, Any], on_run: Any) -> None:
 
 @solara.component
 def Views(model: DashboardData, selected: solara.Reactive[int | None]) -> None:
-    """The network, the curves, the picked client and the round's table (re-read each round)."""
+    """The network, the curves, the picked client and the round's table (re-read each round);
+    a market's are those of :mod:`fedgame.viz.market_views`."""
     update_counter.get()
     plan = solara.use_memo(lambda: sketch(model.graph, model.positions), [model])
-    table = round_table(model.current_clients())
+    servers = server_names(model.settings)
+    table = (market_round_table if servers else round_table)(model.current_clients())
     rows = client_rows(table)
 
     def on_click(event: Any) -> None:
@@ -173,14 +197,20 @@ def Views(model: DashboardData, selected: solara.Reactive[int | None]) -> None:
         if (event or {}).get("dataType") == "node" and isinstance(datum.get("value"), int):
             selected.set(int(datum["value"]))
 
-    option = network_option(
-        model.current_clients(),
-        model.positions,
-        plan,
-        rows=rows,
-        selected=selected.value,
-        height=NETWORK_HEIGHT,
-    )
+    if servers:
+        option = market_network_option(
+            model.current_clients(), model.positions, plan, servers, rows=rows,
+            selected=selected.value, height=NETWORK_HEIGHT,
+        )  # fmt: skip
+    else:
+        option = network_option(
+            model.current_clients(),
+            model.positions,
+            plan,
+            rows=rows,
+            selected=selected.value,
+            height=NETWORK_HEIGHT,
+        )
     with solara.Div(classes=["fedgame-views"]):
         with solara.Div(classes=["fedgame-network"]):
             solara.FigureEcharts(
@@ -188,9 +218,15 @@ def Views(model: DashboardData, selected: solara.Reactive[int | None]) -> None:
                 attributes={"style": f"height: {NETWORK_HEIGHT}px; width: 100%;",
                             "class": "fedgame-network-chart"},
             )  # fmt: skip
-        curves = curve_options(
-            model.history(), rounds_planned=model.rounds_planned, clients=clients_n(model)
-        )
+        if servers:
+            curves = market_curve_options(
+                model.history(), servers, rounds_planned=model.rounds_planned,
+                clients=clients_n(model),
+            )  # fmt: skip
+        else:
+            curves = curve_options(
+                model.history(), rounds_planned=model.rounds_planned, clients=clients_n(model)
+            )
         with solara.Div(classes=["fedgame-curves"]):
             for title, panel in curves.items():
                 solara.FigureEcharts(
@@ -219,7 +255,7 @@ def Page() -> None:
     base = params.get("scenario")
     kind = solara.use_reactive(base.incentive.kind if base is not None else "")
     gamma = solara.use_reactive(gamma_start_hidden(base) if base is not None else 0.0)
-    if base is not None:  # a live model: the knobs follow the reward kind chosen
+    if base is not None and not base.servers:  # one server: the knobs follow the kind chosen
         params = following_kind(base, kind, gamma)
     solara.Style(CSS)
     solara.Title(f"fedgame · {model.value.title}")

@@ -42,7 +42,12 @@ def round_table(clients: pd.DataFrame) -> pd.DataFrame:
     frame = clients.assign(state=client_states(clients))
     order = frame.sort_values(["selected", "client_id"], ascending=[False, True])
     rest = [c for c in order.columns if c not in LEADING and c not in FOLDED]
-    shown = order[[c for c in LEADING if c in order] + rest].reset_index(drop=True)
+    return four_digits(order[[c for c in LEADING if c in order] + rest])
+
+
+def four_digits(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` re-indexed from 0, its float columns to 4 significant digits (noise as 0)."""
+    shown = frame.reset_index(drop=True)
     for c in shown.columns:
         if shown[c].dtype.kind == "f":
             shown[c] = [float(f"{v:.4g}") for v in denoised(shown[c].to_numpy(float))]

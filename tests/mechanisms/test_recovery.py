@@ -74,3 +74,47 @@ def test_p2p_threshold_tolerates_exactly_s_bar_missing_uploads():
     assert need == 3 and p2p_threshold(2, 5) == 1
     assert status("p2p", [True, False, True, True], threshold=need) == OK
     assert status("p2p", [True, False, False, True], threshold=need) == TIMED_OUT
+
+
+def _secure_p2p(*bounds, threshold=None):
+    """A p2p secure mean prepared in a run whose components are ``bounds``; one of four
+    selected clients (id 3) misses the deadline, no client-client link is down."""
+    import torch
+
+    from fedgame import registry
+    from fedgame.mechanisms.base import FaultDraw
+    from fedgame.views import RoundInfo, SetupContext
+
+    extra = {} if threshold is None else {"threshold": threshold}
+    agg = registry.create("aggregation", "secure", {"inner": "mean", "recovery": "p2p", **extra})
+    privacy, faults = (*bounds, None, None)[:2]
+    agg.prepare(
+        SetupContext(num_clients=4, rounds=1, clients=(), privacy=privacy, faults=faults),
+        rng=np.random.default_rng(0),
+    )
+    agg.observe_faults(FaultDraw(np.ones(4, bool), np.zeros(4, bool)), info=RoundInfo(1, 1, 4))
+    views = [_View(i) for i in range(4)]
+    out = agg.aggregate(
+        torch.ones(3, 5), clients=views[:3], dropped=views[3:], rng=np.random.default_rng(0)
+    )
+    return agg, out
+
+
+def test_p2p_default_threshold_is_k_minus_the_runs_straggler_bound():
+    """Note 004 §5.2: SMPC+DP's noise is sized for S̄ missing uploads, so by default the sum
+    unmasks with K − S̄ of K = 4 (S̄ = 1: 3 uploads suffice); the privacy mechanism's S̄
+    comes before the fault model's; with no bound the default stays K (times out)."""
+    from fedgame.mechanisms.faults.correlated import BoundedStragglers
+    from fedgame.mechanisms.faults.independent import NoFaults
+
+    one, two = (BoundedStragglers(BoundedStragglers.Config(max_stragglers=s)) for s in (1, 0))
+    agg, out = _secure_p2p(None, one)
+    assert agg.max_stragglers == 1 and agg.threshold(4) == 3
+    assert agg.round_metrics()["secure_status"] == OK and out is not None
+    agg, out = _secure_p2p(one, two)  # the privacy's S̄ = 1 wins over the faults' 0
+    assert agg.threshold(4) == 3 and out is not None
+    agg, out = _secure_p2p(None, NoFaults(None))
+    assert agg.max_stragglers is None and agg.threshold(4) is None
+    assert agg.round_metrics()["secure_status"] == TIMED_OUT and out is None
+    agg, out = _secure_p2p(None, one, threshold=4)  # an explicit threshold is kept
+    assert agg.threshold(4) == 4 and out is None

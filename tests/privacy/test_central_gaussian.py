@@ -26,8 +26,11 @@ def test_finalise_noise_std_is_z_c_over_n_for_a_mean():
     clipped = mech.privatise(big, plan, generator=torch.Generator().manual_seed(0))
     np.testing.assert_allclose(torch.linalg.vector_norm(clipped, dim=1).numpy(), 2.0)
     zero = torch.zeros(200_000, dtype=torch.float64)
-    out = mech.finalise(zero, plan, num_received=4, generator=torch.Generator().manual_seed(2))
+    out, metrics = mech.finalise(
+        zero, plan, num_received=4, generator=torch.Generator().manual_seed(2)
+    )
     assert out.std().item() == pytest.approx(1.5 * 2.0 / 4, rel=0.01)
+    assert metrics == {"central_noise_std": pytest.approx(1.5 * 2.0 / 4, rel=1e-12)}
     assert plan.charges[0].noise_multiplier == 1.5
 
 

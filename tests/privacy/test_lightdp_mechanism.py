@@ -46,14 +46,21 @@ def plan_for(mech, n: int, rnd: int = 1, colluders: int = 0):
     return mech.plan(vs, [Response(v.client_id, True) for v in vs], info=RoundInfo(rnd, 5, n))
 
 
-def design(mech):
-    """The LightDP noise design of the mechanism's last planned round (its plan's)."""
-    return mech.round_noise.plan.design
+def design(plan):
+    """The LightDP noise design of a planned round (its frozen plan's)."""
+    return plan.design
+
+
+def after_upload(plan, n: int, late=None, down=()):
+    """The round's plan once the uploads are over (what the model hands the mechanism)."""
+    late = np.zeros(n, bool) if late is None else late
+    return plan.after_upload(FaultDraw(np.ones(n, bool), late, down))
 
 
 def noise_rows(mech, plan, n: int, p: int, seed: int = 0) -> torch.Tensor:
     zeros = torch.zeros(n, p, dtype=torch.float64)
-    return mech.privatise(zeros, plan, generator=torch.Generator().manual_seed(seed))
+    rows, _ = mech.privatise(zeros, plan, generator=torch.Generator().manual_seed(seed))
+    return rows
 
 
 def test_pairwise_terms_cancel_exactly_in_the_sum():
@@ -71,7 +78,7 @@ def test_aggregate_variance_is_individual_only_without_stragglers():
     n, p = 50, 20000
     mech = prepared(LightDP, n, NoFaults(None), max_colluders=10, max_stragglers=10)
     plan = plan_for(mech, n)
-    d = design(mech)
+    d = design(plan)
     assert d.gamma0 > 0.05  # pairwise noise is really there
     agg = noise_rows(mech, plan, n, p).mean(0)
     # max_stragglers=10 but NoFaults: g is the point mass at 0 -> mu = 0 design
@@ -84,15 +91,15 @@ def test_residual_with_stragglers_matches_eq9(s):
     faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=20))
     mech = prepared(LightDP, n, faults, max_colluders=10)
     plan = plan_for(mech, n)
-    d = design(mech)
+    d = design(plan)
     rows = noise_rows(mech, plan, n, p, seed=s)
     late = np.zeros(n, bool)
     late[np.random.default_rng(s).choice(n, s, replace=False)] = True
     agg = rows[torch.as_tensor(~late)].mean(0)
     expected = (s * d.sigma_pairwise**2 + d.sigma_individual**2) / (n - s)
     assert agg.var().item() == pytest.approx(expected, rel=0.05)
-    mech.observe_faults(FaultDraw(np.ones(n, bool), late), info=RoundInfo(1, 5, n))
-    assert mech.round_metrics()["residual_noise_var"] == pytest.approx(expected, rel=1e-12)
+    rounds, _ = mech.release_metrics(after_upload(plan, n, late))
+    assert rounds["residual_noise_var"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_design_matches_example1_and_falls_back():
@@ -101,31 +108,31 @@ def test_design_matches_example1_and_falls_back():
     mech = prepared(
         LightDP, n, faults, max_colluders=10, calibration="lightdp", allow_loose_classic=True
     )
-    plan_for(mech, n)
-    assert design(mech).gamma0 == pytest.approx(0.079656, abs=1e-6)
+    plan = plan_for(mech, n)
+    assert design(plan).gamma0 == pytest.approx(0.079656, abs=1e-6)
     c = ld.tail_constant(1e-5)
     # note 004 §4.4 worked values at eps = 3, delta = 1e-5, Delta = 1
-    assert design(mech).sigma_individual == pytest.approx(0.9477, abs=1e-4)
-    assert design(mech).sigma_pairwise == pytest.approx(0.2675, abs=1e-4)
+    assert design(plan).sigma_individual == pytest.approx(0.9477, abs=1e-4)
+    assert design(plan).sigma_pairwise == pytest.approx(0.2675, abs=1e-4)
     # mu >= N - C_bar - 1 (C_bar = 44, S_bar = 10): no positive root, plain local DP
     mech2 = prepared(
         LightDP, n, faults, max_colluders=44, calibration="lightdp", allow_loose_classic=True
     )
-    plan_for(mech2, n)
-    assert design(mech2).gamma0 == 0.0
-    assert design(mech2).sigma_individual == pytest.approx(c / 3.0)
+    plan2 = plan_for(mech2, n)
+    assert design(plan2).gamma0 == 0.0
+    assert design(plan2).sigma_individual == pytest.approx(c / 3.0)
 
 
 def test_effective_noise_counts_only_honest_partners():
     n = 20
     mech = prepared(LightDP, n, NoFaults(None), colluders=5, max_colluders=5)
-    plan_for(mech, n, colluders=5)
-    mech.observe_faults(FaultDraw(np.ones(n, bool), np.zeros(n, bool)), info=RoundInfo(1, 5, n))
-    eff = mech.client_metrics()["effective_noise_var"]
-    d = design(mech)
+    plan = plan_for(mech, n, colluders=5)
+    rounds, clients = mech.release_metrics(after_upload(plan, n))
+    eff = clients["effective_noise_var"]
+    d = design(plan)
     assert eff[0] == 0.0  # a colluder reveals everything
     assert eff[10] == pytest.approx((n - 5 - 1) * d.sigma_pairwise**2 + d.sigma_individual**2)
-    assert mech.round_metrics()["colluders"] == 5
+    assert rounds["colluders"] == 5
 
 
 def test_ldp_and_smpc_noise_levels():
@@ -152,11 +159,13 @@ def test_default_analytic_calibration_scales_every_scheme_alike():
         LightDP, n, faults, max_colluders=10, calibration="lightdp", allow_loose_classic=True
     )
     exact = prepared(LightDP, n, faults, max_colluders=10)
-    plan_for(paper, n)
+    paper_plan = plan_for(paper, n)
     plan = plan_for(exact, n)
     ratio = sigma_l / (ld.tail_constant(1e-5) / 3.0)
-    assert design(exact).gamma0 == pytest.approx(design(paper).gamma0)
-    assert design(exact).sigma_individual == pytest.approx(design(paper).sigma_individual * ratio)
+    assert design(plan).gamma0 == pytest.approx(design(paper_plan).gamma0)
+    assert design(plan).sigma_individual == pytest.approx(
+        design(paper_plan).sigma_individual * ratio
+    )
     # each release is described as the local-DP Gaussian it is worth: z = σ_L / Δ
     assert plan.charges[0].noise_multiplier == pytest.approx(sigma_l)
 
@@ -170,16 +179,16 @@ def test_smpc_round_fails_when_masks_cannot_be_recovered():
     gen = torch.Generator()
     late = np.zeros(n, bool)
     late[3] = True
-    smpc.observe_faults(FaultDraw(np.ones(n, bool), late), info=RoundInfo(1, 5, n))
-    assert smpc.finalise(delta, plan, num_received=9, generator=gen) is not None
+    uploaded = after_upload(plan, n, late)
+    assert smpc.finalise(delta, uploaded, num_received=9, generator=gen) is not None
     down = tuple((0, j) for j in range(1, 4))  # client 0 loses 3 links: 0..3 not ok
-    smpc.observe_faults(FaultDraw(np.ones(n, bool), late, down), info=RoundInfo(1, 5, n))
-    assert smpc.finalise(delta, plan, num_received=9, generator=gen) is None
-    assert smpc.round_metrics()["smpc_status"] == 1
+    uploaded = after_upload(plan, n, late, down)
+    assert smpc.finalise(delta, uploaded, num_received=9, generator=gen) is None
+    assert smpc.release_metrics(uploaded)[0]["smpc_status"] == 1
     late[:5] = True  # 5 > S_bar stragglers: too few uploads before the deadline
-    smpc.observe_faults(FaultDraw(np.ones(n, bool), late), info=RoundInfo(1, 5, n))
-    assert smpc.finalise(delta, plan, num_received=5, generator=gen) is None
-    assert smpc.round_metrics()["smpc_status"] == 2
+    uploaded = after_upload(plan, n, late)
+    assert smpc.finalise(delta, uploaded, num_received=5, generator=gen) is None
+    assert smpc.release_metrics(uploaded)[0]["smpc_status"] == 2
     ideal = prepared(IdealSmpc, n, faults, max_colluders=2)
     ideal_plan = plan_for(ideal, n)
     assert ideal.finalise(delta, ideal_plan, num_received=5, generator=gen) is not None
@@ -320,10 +329,10 @@ def test_incomplete_graph_uses_ldp_floor():
         calibration="lightdp",
         allow_loose_classic=True,
     )
-    plan_for(mech, n)
-    assert design(mech).sigma_individual == pytest.approx(ld.tail_constant(1e-5) / 3.0)
+    plan = plan_for(mech, n)
+    assert design(plan).sigma_individual == pytest.approx(ld.tail_constant(1e-5) / 3.0)
     # pairwise terms only on the ring's edges
-    assert mech.round_noise.plan.adjacency().sum() == 2 * n
+    assert plan.adjacency().sum() == 2 * n
 
 
 @pytest.mark.parametrize("cls", [LightDP, LocalDP, SmpcDP, IdealSmpc])
@@ -336,10 +345,20 @@ def test_update_norm_is_the_norm_of_the_mean_clipped_update(cls):
     plan = plan_for(mech, n)
     rows = torch.randn(n, p, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     rows[:4] *= 0.01  # inside the clip: kept as they are
-    mech.privatise(rows, plan, generator=torch.Generator().manual_seed(4))
-    mech.observe_faults(FaultDraw(np.ones(n, bool), np.zeros(n, bool)), info=RoundInfo(1, 5, n))
+    _, metrics = mech.privatise(rows, plan, generator=torch.Generator().manual_seed(4))
     scale = torch.clamp(1.0 / rows.norm(dim=1, keepdim=True), max=1.0)
     expected = float((rows * scale).mean(0).norm())
     assert "update_norm" in cls.round_columns
-    assert mech.round_metrics()["update_norm"] == pytest.approx(expected, rel=1e-12)
+    assert float(metrics["update_norm"]) == pytest.approx(expected, rel=1e-12)
     assert 0 < expected <= 1.0
+
+
+def test_smpc_dp_states_the_straggler_bound_its_noise_is_sized_for():
+    """A secure sum around smpc_dp defaults to K − S̄ with smpc_dp's S̄: its own
+    ``max_stragglers``, else the fault model's."""
+    from fedgame.mechanisms.aggregation.secure import straggler_bound
+
+    faults = BoundedStragglers(BoundedStragglers.Config(max_stragglers=2))
+    assert straggler_bound(prepared(SmpcDP, 10, faults, max_colluders=2), faults) == 2
+    own = prepared(SmpcDP, 10, faults, max_colluders=2, max_stragglers=3)
+    assert straggler_bound(own, faults) == 3

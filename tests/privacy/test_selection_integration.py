@@ -135,7 +135,7 @@ def test_bcs_model_sigma_at_own_T_n_and_stage1_sensitivity():
 def test_privacy_aware_sigma_uses_realised_T_k():
     sc = scenario(
         selection={"kind": "privacy_aware", "k": 4, "eta_d": 1e4, "batch_size": 16},
-        privacy={"kind": "dpsgd_local", "calibration": "paper", "clip": 1.0},
+        privacy={"kind": "dpsgd_local", "calibration": "privacy_aware", "clip": 1.0},
         training={"mode": "local_sgd", "local_steps": 2, "batch_size": 16, "clip_norm": "l2"},
         population={
             "budget": {"epsilon": {"dist": "uniform", "low": 0.1, "high": 1.0}, "delta": 1e-5}

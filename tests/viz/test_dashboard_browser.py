@@ -313,3 +313,113 @@ def test_an_auction_replay_shows_the_mechanism_chart_and_updates_it_in_place(
     )
     assert page.locator(chart).count() == 1  # the same chart, redrawn in place
     page.locator(chart).screenshot(path=str(tmp_path / "dashboard-mechanism.png"))
+
+
+#: what a chart draws: each series' name and data
+CHART_SERIES = """(el) => el.__vue__.chart.getOption().series.map(s => [s.name, s.data])"""
+DUOPOLY = REPO / "scenarios" / "duopoly_asymmetric.yaml"
+#: the market's per-server charts and the rounds column each draws
+MARKET_CHARTS = (
+    ("test accuracy", "test_accuracy"),
+    ("market share (Σρ won)", "market_share"),
+    ("reward R offered", "reward"),
+    ("payments", "payments_total"),
+)
+
+
+def _panel(page, title: str) -> dict[str, list[list[float]]]:
+    """The series of the curve panel ``title`` by name: ``{server: [[round, value], ...]}``."""
+    chart = f'.fedgame-curve[data-panel="{title}"]'
+    _chart_data(page, chart)
+    return dict(page.locator(chart).first.evaluate(CHART_SERIES))
+
+
+def _table_series(rounds, column: str) -> dict[str, list[list[float]]]:
+    return {
+        str(name): [[int(r), float(v)] for r, v in zip(part["round"], part[column])]
+        for name, part in rounds.groupby("server", sort=False)
+    }
+
+
+def _assert_same_series(drawn: dict, table: dict) -> None:
+    assert list(drawn) == list(table)  # both servers, in the scenario's order
+    for name, points in table.items():
+        assert [p[0] for p in drawn[name]] == [p[0] for p in points], name
+        assert [p[1] for p in drawn[name]] == pytest.approx([p[1] for p in points], abs=2e-6)
+
+
+def test_a_market_steps_live_with_a_curve_per_server_and_replays_the_same(
+    dashboard, browser, tmp_path
+):
+    import pandas as pd
+
+    out = tmp_path / "results"
+    code = "import sys; from fedgame.cli import main; sys.exit(main())"
+    subprocess.run(
+        [sys.executable, "-c", code, "run", str(DUOPOLY), "--quiet", "--out", str(out),
+         "--set", "rounds=3"],
+        check=True, timeout=300,
+    )  # fmt: skip
+    (run,) = (out / "duopoly_asymmetric").glob("*/manifest.json")
+    rounds = pd.read_parquet(run.parent / "rounds.parquet")
+
+    url = dashboard(str(DUOPOLY), "--set", "rounds=3")
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.goto(url)
+    _wait_for_round(page, 0, FIRST_PAGE_MS)
+    counter = page.locator("text=/^round \\d+ of \\d+/").first
+    assert counter.inner_text().startswith("round 0 of 3 · 20 clients · 2 servers")
+    assert page.get_by_text("servers Big (incentive: {gamma: 0.8}), Small").count() == 1
+    assert page.get_by_role("slider", name="γ (incentive)").count() == 0  # no market-wide γ
+    assert page.get_by_role("button", name="reward (incentive)").count() == 0
+    assert _slider_value(page, "γ of server Big") == "0.8"
+    assert _slider_value(page, "γ of server Small") == "0.5"
+    for n in (1, 2, 3):
+        page.get_by_role("button", name="Step").click()
+        _wait_for_round(page, n)
+    page.wait_for_function(
+        "() => document.querySelector('.fedgame-curve[data-panel=\"test accuracy\"]')"
+        ".__vue__.chart.getOption().series[0].data.length === 3",
+        timeout=60_000,
+    )
+    text = counter.inner_text()
+    last = rounds[rounds["round"] == 3].set_index("server")
+    for name in ("Big", "Small"):
+        assert f"{name} {last.loc[name, 'test_accuracy']:.3f}" in text, text
+    live = {}
+    for title, column in MARKET_CHARTS:
+        live[title] = _panel(page, title)
+        _assert_same_series(live[title], _table_series(rounds, column))
+    hhi = _panel(page, "Herfindahl index (HHI)")
+    market = rounds.drop_duplicates("round")
+    assert [p[1] for p in hhi["HHI"]] == pytest.approx(market["hhi"].tolist(), abs=2e-6)
+    legend = page.locator(".fedgame-network-chart").first.evaluate(
+        "(el) => el.__vue__.chart.getOption().legend[0].data"
+    )
+    assert legend == ["served Big and Small"]  # every client delivered to both this round
+    page.get_by_text("clients of round 3").wait_for(timeout=30_000)
+    assert page.get_by_role("columnheader", name="payment_Small").count() == 1
+    page.screenshot(path=str(tmp_path / "dashboard-market.png"), full_page=True)
+
+    page.get_by_role("slider", name="γ of server Small").focus()
+    page.keyboard.press("ArrowRight")  # 0.55, applied on Reset
+    _wait_for_slider(page, "γ of server Small", "0.55")
+    page.get_by_role("button", name="Reset").click()
+    page.get_by_text("servers Big (incentive: {gamma: 0.8}), Small (incentive: {gamma: 0.55})")\
+        .wait_for(timeout=120_000)  # fmt: skip
+    _wait_for_round(page, 0)
+
+    replay = browser.new_page(viewport={"width": 1440, "height": 1000})
+    replay.goto(dashboard(str(run.parent)))
+    _wait_for_round(replay, 1, FIRST_PAGE_MS)
+    for n in (2, 3):
+        replay.get_by_role("button", name="Step").click()
+        _wait_for_round(replay, n)
+    replay.wait_for_function(
+        "() => document.querySelector('.fedgame-curve[data-panel=\"test accuracy\"]')"
+        ".__vue__.chart.getOption().series[0].data.length === 3",
+        timeout=60_000,
+    )
+    for title, drawn in live.items():
+        assert _panel(replay, title) == drawn, title  # the replay draws what the live run did
+    replay.screenshot(path=str(tmp_path / "dashboard-market-replay.png"), full_page=True)

@@ -13,10 +13,10 @@ upload arrived; ``failed_edges`` are the client-client links down this round.
 
 The threshold of ``p2p``: note 004 §5.2 sizes SMPC+DP's noise for at least K − C̄ − S̄ honest
 uploads, so the protocol it models must unmask with up to S̄ uploads missing: threshold
-K − S̄ (:func:`p2p_threshold`), the default of ``smpc_dp``'s own recovery model. The secure
-aggregator alone knows no straggler bound and defaults to every selected client (K); a
-scenario wrapping it with ``smpc_dp`` writes ``aggregation.threshold: K − S̄`` (as
-``analysis/lightdp.py`` does) to follow the note.
+K − S̄ (:func:`p2p_threshold`), the default of ``smpc_dp``'s own recovery model and of the
+secure aggregator, with S̄ the run's straggler bound (the privacy mechanism's, else the fault
+model's: :func:`fedgame.mechanisms.aggregation.secure.straggler_bound`); with no bound it is
+every selected client (K).
 
 Status codes: 0 ok, 1 masks unrecoverable, 2 timed out; a reporter that did not decide the
 round's sum writes -1 (``NOT_REPORTED``), so a status column is always an integer.

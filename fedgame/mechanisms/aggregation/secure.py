@@ -12,13 +12,26 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, f
 
 import fedgame.registry as registry
 from fedgame.errors import FedGameError, ScenarioError
-from fedgame.mechanisms.aggregation.recovery import Recovery, recovery_status
-from fedgame.mechanisms.base import FaultDraw, WeightedSumAggregator
+from fedgame.mechanisms.aggregation.recovery import Recovery, p2p_threshold, recovery_status
+from fedgame.mechanisms.base import BoundsStragglers, FaultDraw, WeightedSumAggregator
 from fedgame.registry import register
-from fedgame.views import ClientView, RoundInfo
+from fedgame.views import ClientView, RoundInfo, SetupContext
 
 if TYPE_CHECKING:
     import torch
+
+
+def straggler_bound(*components: Any) -> int | None:
+    """S̄, the most stragglers a round has: the first of ``components`` that bounds them
+    (``BoundsStragglers``: a privacy mechanism sized for S̄, a fault model that draws at most
+    S̄), or None.
+
+    Note 004 §5.2 (SMPC + DP) sizes the noise for at least N − C̄ − S̄ honest uploads, so the
+    secure sum it models must unmask with up to S̄ uploads missing: threshold K − S̄."""
+    for comp in components:
+        if isinstance(comp, BoundsStragglers):
+            return int(comp.max_stragglers)
+    return None
 
 
 @register("aggregation", "secure")
@@ -32,7 +45,8 @@ class SecureAggregation:
     some upload is missing, the server rebuilds the dropped clients' pair masks and removes
     them if the ``recovery`` policy (:mod:`~fedgame.mechanisms.aggregation.recovery`) allows:
     ``always``, ``none`` (the round fails, ``None``) or ``p2p`` (paper 004's SecAgg model: at
-    least ``threshold`` uploads, and as many uploaders with every client-client link up);
+    least ``threshold`` uploads, and as many uploaders with every client-client link up; by
+    default K − S̄ of the K selected, S̄ the run's straggler bound, :func:`straggler_bound`);
     without ``recovery`` it is ``always`` or ``none`` by ``recover_dropouts``. The result equals the
     inner aggregate up to fixed-point resolution 1/scale per term. The inner aggregator must
     be a weighted sum (``fedavg``, ``mean``); a ``median`` is refused at validation.
@@ -67,7 +81,13 @@ class SecureAggregation:
             ),
         )
         threshold: PositiveInt | None = Field(
-            None, description="p2p recovery: uploads needed to unmask (default: every selected)"
+            None,
+            description=(
+                "p2p recovery: uploads needed to unmask (default: K - S_bar of the K selected, "
+                "S_bar the straggler bound of the privacy mechanism or else of the fault "
+                "model, as note 004 sizes SMPC+DP; K, every selected, when nothing bounds the "
+                "stragglers)"
+            ),
         )
 
         @field_validator("inner", mode="before")
@@ -85,6 +105,20 @@ class SecureAggregation:
         self._failed_edges: frozenset[tuple[int, int]] = frozenset()
         rec = config.recovery
         self.recovery: Recovery = rec or ("always" if config.recover_dropouts else "none")
+        #: S̄ of the run (set-up state, :meth:`prepare`): None when nothing bounds it
+        self.max_stragglers: int | None = None
+
+    def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
+        """The run's straggler bound S̄, for ``p2p``'s default threshold K − S̄."""
+        del rng
+        self.max_stragglers = straggler_bound(ctx.privacy, ctx.faults)
+
+    def threshold(self, selected: int) -> int | None:
+        """Uploads ``p2p`` needs of ``selected`` clients: ``threshold``, else K − S̄, else
+        None (every selected client)."""
+        if self.config.threshold is not None or self.max_stragglers is None:
+            return self.config.threshold
+        return p2p_threshold(selected, self.max_stragglers)
 
     def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None:
         """The round's client-client links down (``ObservesFaults``), for ``p2p`` recovery."""
@@ -148,7 +182,7 @@ class SecureAggregation:
             ids=[ids[i] for i in order],
             uploaded=uploaded,
             failed_edges=self._failed_edges,
-            threshold=self.config.threshold,
+            threshold=self.threshold(n),
         )
         total = unmask_sum(uploads, uploaded, seeds, bits=bits, recover=status == 0)
         self._metrics = {"secure_dropped": float(n - k), "secure_recovered": 0.0}
