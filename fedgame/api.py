@@ -94,7 +94,9 @@ def sweep(
     ``replicates`` overrides ``sweep.replicates``. Every run is validated before any runs;
     results go to ``<out or output.dir>/<name>/sweep-<id>/`` (the folder the same command
     line would use, so either resumes the other). ``executor`` is ``local`` (a process pool of
-    ``workers``), ``serial`` or ``ray``. Runs that failed are listed in a warning and in
+    ``workers``), ``batched`` (the same pool, each worker stepping a batch of runs in lockstep
+    and training their clients in one batched computation: :mod:`fedgame.run.batched`),
+    ``serial`` or ``ray``. Runs that failed are listed in a warning and in
     ``Sweep.runs["status"]``.
 
     Returns:

@@ -30,7 +30,8 @@ def add_parsers(sub: Any) -> None:
         epilog="examples:\n"
         "  fedgame sweep scenarios/sweep_population_stragglers.yaml\n"
         "  fedgame sweep scenarios/quickstart.yaml --grid privacy.clip=0.5,1,2 --replicates 3\n"
-        "  fedgame sweep scenarios/quickstart.yaml --executor ray --address auto",
+        "  fedgame sweep scenarios/quickstart.yaml --executor ray --address auto\n"
+        "  fedgame sweep scenarios/sweep_population_stragglers.yaml --executor batched",
     )
     sweep.add_argument("file", metavar="SCENARIO", help="scenario file (.yaml, .yml or .toml)")
     sweep.add_argument(
@@ -47,7 +48,9 @@ def add_parsers(sub: Any) -> None:
     sweep.add_argument(
         "--executor",
         default="local",
-        help="where runs execute: local (a process pool), ray, or serial (in this process)",
+        help="where runs execute: local (a process pool), batched (a process pool, each "
+        "worker stepping a batch of runs in lockstep and training their clients together), "
+        "ray, or serial (in this process)",
     )
     sweep.add_argument("--workers", type=int, help="processes / Ray CPUs (default: all cores)")
     sweep.add_argument("--address", help="Ray cluster address (host:port, ray://..., auto)")

@@ -17,7 +17,8 @@ reports (losses, accuracy).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,14 @@ from fedgame.learning.models import ParamLayout
 from fedgame.learning.settings import TrainingSettings
 
 _CHUNK_ELEMENTS = 1 << 24  # bound on K * samples * width held at once (per-sample grads)
+
+#: Where :meth:`BatchedLearner.train` calls made in this context go: None (the default) trains
+#: here; a lockstep batch of sweep runs (:mod:`fedgame.run.lockstep`) sets a route per run,
+#: called as ``route(learner, client_ids, round_index, generator, hooks)`` (``hooks``: the
+#: keywords given), which returns the ``LocalResult`` the learner itself would compute.
+TRAIN_ROUTE: ContextVar[Callable[..., LocalResult] | None] = ContextVar(
+    "fedgame_train_route", default=None
+)
 
 
 @dataclass(frozen=True)
@@ -222,6 +231,15 @@ class BatchedLearner:
         Returns:
             The K updates ``[K, P]`` and mean training losses ``[K]``.
         """
+        route = TRAIN_ROUTE.get()
+        if route is not None and batches is None:
+            given = {
+                "step_noise_std": step_noise_std,
+                "per_sample_clip": per_sample_clip,
+                "clip_norm": clip_norm,
+            }
+            hooks = {key: value for key, value in given.items() if value is not None}
+            return route(self, client_ids, round_index, generator, hooks)
         return self._local(
             self._global,
             client_ids,
@@ -245,6 +263,7 @@ class BatchedLearner:
         step_noise_std: Tensor | None = None,
         per_sample_clip: float | None = None,
         clip_norm: str | None = None,
+        data: tuple[Tensor, Tensor] | None = None,
     ) -> LocalResult:
         """Local training of ``client_ids`` from several global models, all at once.
 
@@ -255,8 +274,13 @@ class BatchedLearner:
         the global one computes from the same batches; with ``step_noise_std`` the noise of
         all K clients is drawn at once from ``generator`` (``[K, P]`` a step). The G models
         share this learner's data and training settings (steps, learning rate, clipping).
+        ``data`` (``x``, ``y``) replaces this learner's training data for the call: the
+        ``batches`` (then required) index into it (several learners' data concatenated, each
+        learner's batches offset to its part: :mod:`fedgame.run.lockstep`).
         The other arguments are :meth:`train`'s.
         """
+        if data is not None and batches is None:
+            raise ValueError("train_models with data needs the batches that index into it")
         starts = torch.as_tensor(models).to(self.device, self.dtype)
         if starts.ndim != 2 or starts.shape[1] != self.num_params:
             raise ValueError(f"models must be [G, {self.num_params}], got {tuple(starts.shape)}")
@@ -274,6 +298,7 @@ class BatchedLearner:
             step_noise_std=step_noise_std,
             per_sample_clip=per_sample_clip,
             clip_norm=clip_norm,
+            data=data,
         )
 
     def evaluate_models(self, models: Tensor) -> list[tuple[float, float]]:
@@ -299,9 +324,11 @@ class BatchedLearner:
         step_noise_std: Tensor | None,
         per_sample_clip: float | None,
         clip_norm: str | None,
+        data: tuple[Tensor, Tensor] | None = None,
     ) -> LocalResult:
         """K clients' local training from ``start``: ``[P]`` (every client from the global
-        model) or ``[K, P]`` (client i from row i)."""
+        model) or ``[K, P]`` (client i from row i), on ``data`` (default: the learner's)."""
+        x_train, y_train = (self.x_train, self.y_train) if data is None else data
         k = len(client_ids)
         if batches is None:
             batches = self.sample_batches(client_ids, round_index=round_index, generator=generator)
@@ -323,7 +350,9 @@ class BatchedLearner:
             for p, shape in zip(self.layout.unflatten(start).values(), self.layout.shapes)
         ]
         for s in range(steps):
-            g, loss = self._step_gradient(params, indices[:, s], weights[:, s], clip, norm)
+            g, loss = self._step_gradient(
+                params, indices[:, s], weights[:, s], clip, norm, x_train, y_train
+            )
             if std is not None:
                 noise = torch.randn(
                     (k, self.num_params), generator=generator, device=self.device, dtype=self.dtype
@@ -346,18 +375,25 @@ class BatchedLearner:
         ]
 
     def _step_gradient(
-        self, params: list[Tensor], idx: Tensor, w: Tensor, clip: float | None, norm: str
+        self,
+        params: list[Tensor],
+        idx: Tensor,
+        w: Tensor,
+        clip: float | None,
+        norm: str,
+        x_train: Tensor,
+        y_train: Tensor,
     ) -> tuple[list[Tensor], Tensor]:
         """Masked-mean gradient (per-sample clipped when ``clip``), one ``[K, *shape]`` per
         parameter, and the losses ``[K]``."""
         k, b = idx.shape
-        width = self.num_params if clip is not None else max(1, self.x_train[0].numel())
+        width = self.num_params if clip is not None else max(1, x_train[0].numel())
         chunk = max(1, _CHUNK_ELEMENTS // (k * width))
         g_sum: list[Tensor] | None = None
         loss_sum = torch.zeros(k, dtype=self.dtype, device=self.device)
         for lo in range(0, b, chunk):
             ic, wc = idx[:, lo : lo + chunk], w[:, lo : lo + chunk]
-            x, y = self.x_train[ic], self.y_train[ic]
+            x, y = x_train[ic], y_train[ic]
             if clip is None:
                 g, loss = self._mean_gradient(params, x, y, wc)
             else:

@@ -1,8 +1,10 @@
 """Where a sweep's runs execute: in this process, in a local process pool, or on Ray.
 
-Every executor calls :func:`execute` on a :class:`~fedgame.run.grid.SweepRun` and hands its
+Every executor calls :func:`execute` on a :class:`~fedgame.run.grid.SweepRun` (the ``batched``
+pool, :mod:`fedgame.run.batched`, runs a batch of them in lockstep) and hands its
 :class:`Outcome` to a callback in the driver process, which writes the run folder. Workers
-never write files, so a killed worker or driver leaves no half-written result behind.
+never write the results (a batch worker only spools pickled outcomes into a private temporary
+folder the driver reads), so a killed worker or driver leaves no half-written result behind.
 
 Local pool workers ignore SIGINT (a Ctrl-C in the terminal reaches the whole process group;
 the driver stops the workers itself) and exit when the driver dies, even by ``kill -9``: on
@@ -35,10 +37,10 @@ from fedgame.plugins import add_search_dirs, module_dirs
 from fedgame.run.devices import WorkerPlan, plan_local_workers, ray_gpus, run_device
 from fedgame.run.grid import SweepRun
 from fedgame.run.single import RunResult
-from fedgame.run.threads import CORES_ENV, allowed_cores
+from fedgame.run.threads import CORES_ENV, ThreadChoice, allowed_cores
 from fedgame.trust import TRUST_ENV, trusted
 
-EXECUTORS = ("local", "ray", "serial")
+EXECUTORS = ("local", "batched", "ray", "serial")
 
 
 @dataclass
@@ -175,39 +177,46 @@ def single_threaded_env() -> Iterator[None]:
 
 
 def execute(run: SweepRun) -> Outcome:
-    """Validate and simulate one run; any exception becomes a failed ``Outcome``."""
+    """Validate and simulate one run; any exception becomes a failed ``Outcome``; the Python
+    warnings a finished run raised go to its ``warnings``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome = simulate_run(run)
+    if outcome.result is not None and not outcome.signum:
+        outcome.warnings = tuple(dict.fromkeys(str(w.message) for w in caught))
+    return outcome
+
+
+def simulate_run(run: SweepRun, *, threads: ThreadChoice | None = None) -> Outcome:
+    """:func:`execute` without catching warnings (the caller does): ``threads`` is
+    :func:`~fedgame.run.single.simulate`'s (a lockstep batch sets them for every run)."""
     from fedgame.run.single import simulate
     from fedgame.scenario.load import validate
 
     started = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            scenario = validate(run.data)
-            result = simulate(scenario, replicate=run.replicate, run_id=run.run_id)
-        except Interrupted as exc:
-            return Outcome(
-                run,
-                "interrupted" if exc.result is not None else "failed",
-                exc.result,
-                error=f"run {exc.describe()}",
-                seconds=time.perf_counter() - started,
-                signum=exc.signum,
-            )
-        except Exception as exc:
-            return Outcome(
-                run,
-                "failed",
-                error=f"{type(exc).__name__}: {exc}",
-                trace=traceback.format_exc(),
-                seconds=time.perf_counter() - started,
-            )
-    seen = tuple(dict.fromkeys(str(w.message) for w in caught))
+    try:
+        scenario = validate(run.data)
+        result = simulate(scenario, replicate=run.replicate, run_id=run.run_id, threads=threads)
+    except Interrupted as exc:
+        return Outcome(
+            run,
+            "interrupted" if exc.result is not None else "failed",
+            exc.result,
+            error=f"run {exc.describe()}",
+            seconds=time.perf_counter() - started,
+            signum=exc.signum,
+        )
+    except Exception as exc:
+        return Outcome(
+            run,
+            "failed",
+            error=f"{type(exc).__name__}: {exc}",
+            trace=traceback.format_exc(),
+            seconds=time.perf_counter() - started,
+        )
     status = str(result.manifest["status"])
     error = str(result.manifest["message"]) if status == "privacy_violation" else ""
-    return Outcome(
-        run, status, result, error=error, seconds=time.perf_counter() - started, warnings=seen
-    )
+    return Outcome(run, status, result, error=error, seconds=time.perf_counter() - started)
 
 
 def failed(run: SweepRun, error: str) -> Outcome:
@@ -450,10 +459,12 @@ def make_executor(
     workers_per_gpu: int = 1,
     gpus_per_run: float = 1.0,
     gpus: Sequence[str] | None = None,
+    batch_runs: int | None = None,
 ) -> SerialExecutor | LocalExecutor | RayExecutor:
     """Build (and for Ray, connect) the executor called ``kind`` (GPU settings: the sweep's
-    ``workers_per_gpu`` for the local pool, ``gpus_per_run`` for Ray tasks, and the GPU ids
-    ``gpus`` both plan with, default the visible ones)."""
+    ``workers_per_gpu`` for the local pools, ``gpus_per_run`` for Ray tasks, and the GPU ids
+    ``gpus`` they plan with, default the visible ones; ``batch_runs``: the ``batched`` pool's
+    cap on the runs of a batch, default :data:`fedgame.run.batched.BATCH_RUNS`)."""
     if workers is not None and workers < 1:
         raise ScenarioError("--workers", workers, "a positive integer")
     if address is not None and kind != "ray":
@@ -462,6 +473,15 @@ def make_executor(
         return SerialExecutor()
     if kind == "local":
         return LocalExecutor(workers, workers_per_gpu=workers_per_gpu, gpus=gpus)
+    if kind == "batched":
+        from fedgame.run.batched import BATCH_RUNS, BatchedExecutor
+
+        return BatchedExecutor(
+            workers,
+            batch_runs=batch_runs or BATCH_RUNS,
+            workers_per_gpu=workers_per_gpu,
+            gpus=gpus,
+        )
     if kind == "ray":
         return RayExecutor(workers, address, gpus_per_run=gpus_per_run, gpus=gpus)
     raise ScenarioError("--executor", kind, f"one of {', '.join(EXECUTORS)}")

@@ -68,6 +68,8 @@ class SweepPlan:
     #: ``sweep.gpus_per_run`` (Ray) and ``sweep.workers_per_gpu`` (local pool)
     gpus_per_run: float = 1.0
     workers_per_gpu: int = 1
+    #: ``sweep.batch_runs`` (the batched executor's cap on the runs of a batch)
+    batch_runs: int = 16
     #: warnings about keys without effect on any run (``effects.idle_in_sweep``)
     idle: tuple[str, ...] = ()
 
@@ -241,6 +243,7 @@ def plan_from_data(
         out_key,
         gpus_per_run=base.sweep.gpus_per_run,
         workers_per_gpu=base.sweep.workers_per_gpu,
+        batch_runs=base.sweep.batch_runs,
         idle=tuple(f"{file}: {line}" if file else line for line in idle),
     )
 

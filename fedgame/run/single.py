@@ -68,6 +68,7 @@ def simulate(
     replicate: int = 0,
     progress: bool = False,
     run_id: str | None = None,
+    threads: ThreadChoice | None = None,
 ) -> RunResult:
     """Run ``scenario`` for ``scenario.rounds`` rounds.
 
@@ -85,6 +86,9 @@ def simulate(
     says ``interrupted``, and :class:`~fedgame.errors.Interrupted` is raised afterwards with
     the result attached (``exc.result``). Signals that arrive while the folder is written
     wait until it is complete.
+    ``threads`` (a lockstep batch of sweep runs, :mod:`fedgame.run.lockstep`): the threads the
+    caller has set for this process, recorded as they are; default: the run chooses its own
+    (:func:`~fedgame.run.threads.choose_threads`) and restores the caller's afterwards.
     """
     import fedgame.model  # noqa: F401  (mesa before torch: see fedgame.run.threads.using_threads)
     from fedgame.learning.device import device_name
@@ -92,6 +96,8 @@ def simulate(
 
     started = time.perf_counter()
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    if threads is not None:
+        return _simulate(scenario, out_dir, replicate, progress, run_id, started, created, threads)
     threads = choose_threads(scenario, device=device_name(scenario.training.device))
     with using_threads(threads.threads):
         return _simulate(scenario, out_dir, replicate, progress, run_id, started, created, threads)

@@ -20,8 +20,10 @@ whose folder is damaged (a truncated table, an unreadable manifest) is recorded 
 Before anything is written the output folder is checked (creatable, writable) and the memory
 of the runs that execute at once (as many as the executor's plan runs at once:
 :func:`fedgame.run.devices.planned_concurrency`, e.g. visible GPUs x ``workers_per_gpu`` for a
-local sweep on CUDA) is checked against the limit
-(:func:`fedgame.scenario.preflight.check_memory`). SIGINT or SIGTERM stops the sweep: the
+local sweep on CUDA; for the ``batched`` executor, its workers times the runs of a batch,
+``sweep.batch_runs`` lowered until they fit) is checked against the limit
+(:func:`fedgame.scenario.preflight.check_memory`). Each run's manifest names the
+``executor`` that ran it. SIGINT or SIGTERM stops the sweep: the
 workers are stopped, the finished runs stay written, ``sweep.json`` says ``interrupted``, and
 :class:`~fedgame.errors.Interrupted` is raised with the summary attached.
 """
@@ -141,9 +143,21 @@ def run_sweep(
     summary.repaired = repaired
     if todo and executor != "serial" and gpus is None:
         gpus = visible_gpus()
+    batch_runs = plan.batch_runs
     if todo and address is None:  # a Ray cluster's memory is not this machine's
         limit, source = memory_limit()
         concurrent = _concurrent(plan, todo, executor=executor, workers=workers, gpus=gpus)
+        if executor == "batched":  # each worker holds a batch: as many runs as fit
+            from fedgame.run.batched import fit_batch_runs
+
+            batch_runs = fit_batch_runs(
+                batch_runs,
+                runs=len(todo),
+                workers=concurrent,
+                per_run=plan.memory_per_run,
+                limit=limit,
+            )
+            concurrent = min(len(todo), concurrent * batch_runs)
         check_concurrency(plan.memory_per_run, concurrent=concurrent, limit=limit, source=source)
     pool = (
         make_executor(
@@ -153,6 +167,7 @@ def run_sweep(
             workers_per_gpu=plan.workers_per_gpu,
             gpus_per_run=plan.gpus_per_run,
             gpus=gpus,
+            batch_runs=batch_runs,
         )
         if todo
         else None
@@ -181,6 +196,8 @@ def run_sweep(
     bar = _bar(len(todo), plan.name, enabled=progress)
 
     def on_done(outcome: Outcome) -> None:
+        if outcome.result is not None:
+            outcome.result.manifest.setdefault("executor", executor)
         write_outcome(outcome, plan.run_dir(outcome.run))
         if outcome.status in ("failed", "interrupted", "privacy_violation"):
             summary.failed[outcome.run.run_id] = outcome.error

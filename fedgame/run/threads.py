@@ -144,18 +144,22 @@ def step_macs(scenario: Scenario) -> int | None:
     return trained_per_round(scenario) * batch * model.num_params
 
 
-def choose_threads(scenario: Scenario, *, device: str = "cpu") -> ThreadChoice:
-    """The threads for a run of ``scenario`` training on ``device`` (see the module)."""
+def choose_threads(scenario: Scenario, *, device: str = "cpu", runs: int = 1) -> ThreadChoice:
+    """The threads for a run of ``scenario`` training on ``device`` (see the module), or for
+    ``runs`` such runs trained together (a lockstep batch: ``runs`` times the step's work)."""
     asked = scenario.training.threads
     if asked != "auto":
         return ThreadChoice(int(asked), "training.threads", f"training.threads: {asked}")
     if device.startswith("cuda"):
         return ThreadChoice(1, "policy", f"the model trains on {device}")
-    macs = step_macs(scenario)
+    one = step_macs(scenario)
+    macs = None if one is None else one * runs
     cores, found = free_cores()
     if macs is None:
         return ThreadChoice(1, "policy", "the model's size is unknown", cores)
     size = f"a local step of {macs:,} multiply-accumulates"
+    if runs > 1:
+        size = f"{size} ({runs} runs trained together)"
     if macs < SMALL_STEP_MACS:
         why = f"{size} (under {SMALL_STEP_MACS:,}: one thread)"
         return ThreadChoice(1, "policy", why, cores, macs)

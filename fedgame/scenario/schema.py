@@ -206,6 +206,12 @@ class Sweep(_Strict):
         description="local executor workers per visible GPU when the runs train on CUDA, "
         "1..64 (each worker sees only its GPU through CUDA_VISIBLE_DEVICES)",
     )
+    batch_runs: PositiveInt = Field(
+        default=16,
+        le=4096,
+        description="batched executor: at most this many runs a worker steps in lockstep "
+        "(and holds in memory) at once, 1..4096",
+    )
 
 
 class Scenario(_Strict):
