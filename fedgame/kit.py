@@ -57,6 +57,11 @@ Tullock contest: the model then adds the game diagnostics and the ``no_market`` 
 :class:`ClearsMarket` (an incentive that allocates after the bids, an auction: ``clear``
 returns the winners at the end of phase 3) and :class:`ValuesContributions` (an incentive
 that values the round's delivered updates before they are applied, e.g. Shapley payments).
+A privacy mechanism may declare :class:`FinalisesAggregate` (server-side noise on the
+aggregate after phase 8, central mechanisms) and :class:`ReportsRelease` (columns computed
+from the round's plan, its faults included, when the round is collected); its ``privatise``
+and ``finalise`` may return ``(result, metrics)`` instead of keeping the round's numbers on
+``self``, and :func:`split_metrics` reads either form.
 
 **Economics** (docs/economics.md): an incentive that declares :class:`ReportsOutcome`
 returns each round's :class:`RoundOutcome` (privacy bought, payments, true and reported
@@ -105,7 +110,15 @@ from fedgame.mechanisms.base import (
     ValuesContributions,
 )
 from fedgame.mechanisms.policy.market import epsilon_to_zcdp, rho_left, rho_remaining
-from fedgame.privacy.base import Charge, Charges, PrivacyMechanism, PrivacyPlan
+from fedgame.privacy.base import (
+    Charge,
+    Charges,
+    FinalisesAggregate,
+    PrivacyMechanism,
+    PrivacyPlan,
+    ReportsRelease,
+    split_metrics,
+)
 from fedgame.registry import Example, register
 from fedgame.views import (
     ClientValues,
@@ -162,6 +175,9 @@ __all__ = [  # noqa: RUF022
     "OffersContest",
     "ClearsMarket",
     "ValuesContributions",
+    "FinalisesAggregate",
+    "ReportsRelease",
+    "split_metrics",
     # economics
     "ReportsOutcome",
     "MeasuresDeviation",
