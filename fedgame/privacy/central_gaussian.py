@@ -13,7 +13,7 @@ from pydantic import Field, PositiveFloat, PositiveInt
 import fedgame.registry as registry
 from fedgame import reads
 from fedgame.errors import ScenarioError
-from fedgame.mechanisms.base import WeightedSumAggregator
+from fedgame.mechanisms.base import FaultDraw, WeightedSumAggregator  # noqa: F401 (pdoc)
 from fedgame.privacy.accountants import check_describes, make_accountant
 from fedgame.privacy.accountants.base import check_reachable
 from fedgame.privacy.base import Charge, Charges, PrivacyPlan, clip_rows

@@ -31,7 +31,7 @@ from pydantic import Field
 from fedgame import reads
 from fedgame.errors import ScenarioError
 from fedgame.game import lightdp as ld
-from fedgame.mechanisms.base import BoundsStragglers, StragglerLaw
+from fedgame.mechanisms.base import BoundsStragglers, FaultDraw, StragglerLaw  # noqa: F401 (pdoc)
 from fedgame.privacy.base import Charge, PrivacyPlan  # noqa: F401 (pdoc reads the inherited fields here)
 from fedgame.privacy.distributed import (
     BoundsConfig,
