@@ -35,7 +35,45 @@ def current(value: Any) -> Any:
     return value.value if isinstance(value, ValueBase) else value
 
 
-class DashboardModel(FedGameModel):
+class PageFacts:
+    """What the page reads of a live model, one server or a market: its title, rounds
+    planned, the notice of settings kept, the validated settings, the network and where the
+    network view draws each client. Mixed in before the model class; reads the model's
+    ``scenario``, ``world`` and ``_notice``."""
+
+    scenario: Scenario
+    world: Any
+    _notice: str
+
+    @property
+    def title(self) -> str:
+        return self.scenario.name
+
+    @property
+    def rounds_planned(self) -> int:
+        return self.scenario.rounds
+
+    @property
+    def notice(self) -> str:
+        return self._notice
+
+    @cached_property
+    def settings(self) -> dict[str, Any]:
+        return validated_tree(self.scenario, mode="json")
+
+    @property
+    def graph(self) -> nx.Graph:
+        return self.world.graph
+
+    @cached_property
+    def positions(self) -> dict[int, np.ndarray]:
+        """Where the network view draws each client (computed once)."""
+        from fedgame.viz.network import layout
+
+        return layout(self.graph)
+
+
+class DashboardModel(PageFacts, FedGameModel):
     """A ``FedGameModel`` whose keyword parameters are the dashboard's knob values.
 
     Args:
@@ -80,33 +118,6 @@ class DashboardModel(FedGameModel):
         start = time.perf_counter()
         super().step()
         self.step_seconds = time.perf_counter() - start
-
-    @property
-    def title(self) -> str:
-        return self.scenario.name
-
-    @property
-    def rounds_planned(self) -> int:
-        return self.scenario.rounds
-
-    @property
-    def notice(self) -> str:
-        return self._notice
-
-    @cached_property
-    def settings(self) -> dict[str, Any]:
-        return validated_tree(self.scenario, mode="json")
-
-    @property
-    def graph(self) -> nx.Graph:
-        return self.world.graph
-
-    @cached_property
-    def positions(self) -> dict[int, np.ndarray]:
-        """Where the network view draws each client (computed once)."""
-        from fedgame.viz.network import layout
-
-        return layout(self.graph)
 
     def history(self) -> pd.DataFrame:
         """Rounds 0..now from the DataCollector (a round being recorded is left out); built

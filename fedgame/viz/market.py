@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from functools import cached_property
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -33,7 +31,7 @@ from fedgame.scenario.load import validated_tree
 from fedgame.scenario.preflight import preflight
 from fedgame.scenario.schema import Scenario
 from fedgame.viz.knobs import GAMMA, INCENTIVE_KIND, Knob, knobs
-from fedgame.viz.live import current
+from fedgame.viz.live import PageFacts, current
 
 
 def _gamma_keyword(index: int) -> str:
@@ -82,7 +80,7 @@ def market_overrides(scenario: Scenario, values: Mapping[str, Any]) -> dict[str,
     return keys
 
 
-class MarketDashboardModel(MarketModel):
+class MarketDashboardModel(PageFacts, MarketModel):
     """A ``MarketModel`` whose keyword parameters are the dashboard's knob values, offering
     :class:`fedgame.viz.data.DashboardData`.
 
@@ -128,33 +126,6 @@ class MarketDashboardModel(MarketModel):
         start = time.perf_counter()
         super().step()
         self.step_seconds = time.perf_counter() - start
-
-    @property
-    def title(self) -> str:
-        return self.scenario.name
-
-    @property
-    def rounds_planned(self) -> int:
-        return self.scenario.rounds
-
-    @property
-    def notice(self) -> str:
-        return self._notice
-
-    @cached_property
-    def settings(self) -> dict[str, Any]:
-        return validated_tree(self.scenario, mode="json")
-
-    @property
-    def graph(self) -> nx.Graph:
-        return self.world.graph
-
-    @cached_property
-    def positions(self) -> dict[int, np.ndarray]:
-        """Where the network view draws each client (computed once)."""
-        from fedgame.viz.network import layout
-
-        return layout(self.graph)
 
     def _done(self) -> int:
         """Rounds recorded in full (a playing model may be recording one: its clients rows
