@@ -39,15 +39,10 @@ from fedgame.run.executors import (
     LocalExecutor,
     OnDone,
     Outcome,
-    _driver_trusts,
     _stop,
     failed,
-    init_pool_worker,
-    plugin_dirs,
-    single_threaded_env,
 )
 from fedgame.run.grid import SweepRun
-from fedgame.run.threads import allowed_cores
 
 #: default cap on the runs of one batch (``sweep.batch_runs``)
 BATCH_RUNS = 16
@@ -167,24 +162,7 @@ class BatchedExecutor(LocalExecutor):
         try:
             while pending:
                 size = min(self.workers, len(pending))
-                slots = None
-                if any(self.plan.envs):
-                    slots = context.Queue()
-                    for env in self.plan.envs[:size]:
-                        slots.put(env)
-                with single_threaded_env():
-                    pool = ProcessPoolExecutor(
-                        max_workers=size,
-                        mp_context=context,
-                        initializer=init_pool_worker,
-                        initargs=(
-                            os.getpid(),
-                            slots,
-                            plugin_dirs(runs),
-                            _driver_trusts(runs),
-                            max(1, allowed_cores() // size),
-                        ),
-                    )
+                pool = self._start_pool(context, size, runs)
                 try:
                     lost = self._drain_batches(pool, pending, spool, reported, on_done, size, by_id)
                 except BaseException:

@@ -277,24 +277,7 @@ class LocalExecutor:
         self.workers = self.plan.workers
         while pending:
             size = min(self.workers, len(pending))
-            slots = None
-            if any(self.plan.envs):
-                slots = context.Queue()
-                for env in self.plan.envs[:size]:
-                    slots.put(env)
-            with single_threaded_env():
-                pool = ProcessPoolExecutor(
-                    max_workers=size,
-                    mp_context=context,
-                    initializer=init_pool_worker,
-                    initargs=(
-                        os.getpid(),
-                        slots,
-                        plugin_dirs(runs),
-                        _driver_trusts(runs),
-                        max(1, allowed_cores() // size),
-                    ),
-                )
+            pool = self._start_pool(context, size, runs)
             try:
                 unsettled = self._drain(pool, pending, on_done)
             except BaseException:
@@ -306,6 +289,29 @@ class LocalExecutor:
             _stop(pool)  # the pool broke: its remaining futures fail (or hold a result)
             for run in self._settle(unsettled, on_done):
                 on_done(failed(run, "worker process died while running"))
+
+    def _start_pool(self, context: Any, size: int, runs: Sequence[SweepRun]) -> ProcessPoolExecutor:
+        """``size`` spawned workers, each taking one of the plan's environments (its GPU) and
+        its share of the cores, with the runs' plug-in folders and trust."""
+        assert self.plan is not None
+        slots = None
+        if any(self.plan.envs):
+            slots = context.Queue()
+            for env in self.plan.envs[:size]:
+                slots.put(env)
+        with single_threaded_env():
+            return ProcessPoolExecutor(
+                max_workers=size,
+                mp_context=context,
+                initializer=init_pool_worker,
+                initargs=(
+                    os.getpid(),
+                    slots,
+                    plugin_dirs(runs),
+                    _driver_trusts(runs),
+                    max(1, allowed_cores() // size),
+                ),
+            )
 
     def _drain(
         self, pool: ProcessPoolExecutor, pending: deque[SweepRun], on_done: OnDone
