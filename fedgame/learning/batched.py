@@ -16,6 +16,7 @@ reports (losses, accuracy).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -506,3 +507,26 @@ class _SampleIndex:
         )
         valid = cols < counts[:, None]
         return self.flat[pos].masked_fill(~valid, 0), counts
+
+
+#: training settings that act on the server's side only: learners that differ in them can
+#: still train their clients in one ``train_models`` call
+SERVER_ONLY_SETTINGS = frozenset({"server_lr", "server_momentum"})
+
+
+def shared_call_key(learner: BatchedLearner, spec: Any) -> str:
+    """Learners with equal keys can train in one ``train_models`` call: the same model
+    ``spec``, training settings (but the server's step), module class, parameter layout,
+    dtype and device. (Whether they read the same data is for the caller to check.)"""
+    return json.dumps(
+        {
+            "spec": spec,
+            "settings": learner.settings.model_dump(exclude=set(SERVER_ONLY_SETTINGS)),
+            "module": type(learner.module).__qualname__,
+            "layout": [learner.layout.names, [list(s) for s in learner.layout.shapes]],
+            "dtype": str(learner.dtype),
+            "device": str(learner.device),
+        },
+        sort_keys=True,
+        default=str,
+    )

@@ -16,7 +16,6 @@ round or per-sample clipping differ.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-#: training settings that act on the server's step or where it runs, not on local training
-_SERVER_ONLY = frozenset({"server_lr", "server_momentum"})
+from fedgame.learning.batched import shared_call_key
 
 
 @dataclass(frozen=True)
@@ -53,18 +51,7 @@ def learner_groups(learners: Sequence[Any], specs: Sequence[Any]) -> list[int]:
     keys: list[tuple[str, Any]] = []
     out: list[int] = []
     for learner, spec in zip(learners, specs, strict=True):
-        key = json.dumps(
-            {
-                "spec": spec,
-                "settings": learner.settings.model_dump(exclude=set(_SERVER_ONLY)),
-                "module": type(learner.module).__qualname__,
-                "layout": [learner.layout.names, [list(s) for s in learner.layout.shapes]],
-                "dtype": str(learner.dtype),
-                "device": str(learner.device),
-            },
-            sort_keys=True,
-            default=str,
-        )
+        key = shared_call_key(learner, spec)
         found = next(
             (g for g, (k, first) in enumerate(keys) if k == key and _same_data(first, learner)),
             None,

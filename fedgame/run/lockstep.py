@@ -24,7 +24,6 @@ thread raised them (a warning raised in a batched call, to each run in it).
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -34,13 +33,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedgame.learning.batched import TRAIN_ROUTE, Batches, LocalResult
+from fedgame.learning.batched import TRAIN_ROUTE, Batches, LocalResult, shared_call_key
 from fedgame.run.executors import Outcome, simulate_run
 from fedgame.run.grid import SweepRun
 from fedgame.run.threads import ThreadChoice
 
-#: training settings that act on the server's step, not on local training
-_SERVER_ONLY = frozenset({"server_lr", "server_momentum"})
 #: training keywords a batched call can share (others: the request trains alone)
 _SHAREABLE = frozenset({"per_sample_clip", "clip_norm"})
 
@@ -80,18 +77,7 @@ class TrainingGroups:
         known = self._of.get(id(learner))
         if known is not None:
             return known[0]
-        key = json.dumps(
-            {
-                "spec": spec,
-                "settings": learner.settings.model_dump(exclude=set(_SERVER_ONLY)),
-                "module": type(learner.module).__qualname__,
-                "layout": [learner.layout.names, [list(s) for s in learner.layout.shapes]],
-                "dtype": str(learner.dtype),
-                "device": str(learner.device),
-            },
-            sort_keys=True,
-            default=str,
-        )
+        key = shared_call_key(learner, spec)
         if key in self._keys:
             g = self._keys.index(key)
         else:
