@@ -1,11 +1,14 @@
 """What one round writes: the rounds-table row and the clients table, Mesa's way.
 
 ``round_summary`` computes the round's row in one pass over the client columns (phase 10);
-plug-ins add columns by declaring ``round_columns``/``client_columns`` (the ``ReportsRounds`` /
-``ReportsClients`` capabilities; a privacy mechanism's ``ReportsRelease``, from the round's
-plan). ``ClientTableCollector`` is a Mesa ``DataCollector``: the rounds table is its model
-variables, the clients table its agent variables, recorded as one block of columns per step
-instead of one reporter call per agent and attribute.
+plug-ins add columns by declaring ``round_columns``/``client_columns`` (the
+``DeclaresRoundColumns`` / ``ReportsClients`` capabilities): a phase returns its round metrics
+with its result (``(result, metrics)``, written by the model as the phase ends), a
+``ReportsRounds`` plug-in gives them when the round is over, and a privacy mechanism's
+``ReportsRelease`` computes them from the round's plan. ``ClientTableCollector`` is a Mesa
+``DataCollector``: the rounds table is its model variables, the clients table its agent
+variables, recorded as one block of columns per step instead of one reporter call per agent
+and attribute.
 
 How much of the clients table is kept is ``output.clients``
 (:func:`fedgame.scenario.output.clients_table_mode`): ``all`` (one row per client per round),
@@ -30,7 +33,7 @@ import pandas as pd
 from fedgame.agents.schema import CLIENT_COLUMNS
 from fedgame.agents.table import ClientTable
 from fedgame.columns import cast_columns
-from fedgame.mechanisms.base import ReportsClients, ReportsRounds
+from fedgame.mechanisms.base import DeclaresRoundColumns, ReportsClients, ReportsRounds
 from fedgame.privacy.base import PrivacyPlan, ReportsRelease
 from fedgame.views import ClientValues
 
@@ -66,12 +69,12 @@ ROUND_COLUMNS = (
 
 
 def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]]:
-    """Extra columns plug-ins declare (``ReportsRounds`` / ``ReportsClients`` /
+    """Extra columns plug-ins declare (``DeclaresRoundColumns`` / ``ReportsClients`` /
     ``ReportsRelease``)."""
     rounds: list[str] = []
     clients: list[str] = []
     for comp in components:
-        if isinstance(comp, ReportsRounds | ReportsRelease):
+        if isinstance(comp, DeclaresRoundColumns):
             rounds += [c for c in comp.round_columns if c not in rounds]
         if isinstance(comp, ReportsClients | ReportsRelease):
             clients += [c for c in comp.client_columns if c not in clients]

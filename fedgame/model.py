@@ -33,7 +33,7 @@ from fedgame.collect import (
 from fedgame.errors import DivergenceError, ScenarioError
 from fedgame.game.economics_monitor import EconomicsMonitor
 from fedgame.game.monitor import OffersContest, RoundMonitor
-from fedgame.mechanisms.base import ObservesFaults, ReportsClients, ReportsRounds
+from fedgame.mechanisms.base import DeclaresRoundColumns, ObservesFaults, ReportsClients
 from fedgame.privacy.base import (
     FinalisesAggregate,
     RecordsReleases,
@@ -102,7 +102,7 @@ class FedGameModel(RosterModel):
             incentive=comps.incentive,
         )
         plugins = [c for _, c in comps.by_path()]
-        reports = ReportsRounds | ReportsClients | ReportsRelease
+        reports = DeclaresRoundColumns | ReportsClients | ReportsRelease
         reporting = [c for c in plugins if isinstance(c, reports)]
         reporting.append(self.monitor)
         #: the economics columns, for an incentive that reports its outcome (docs/economics.md)
@@ -197,7 +197,8 @@ class FedGameModel(RosterModel):
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""
-        selection = self.server.select(self.table, self.state.info)
+        selection, metrics = self.server.select(self.table, self.state.info)
+        self.state.extra.update(metrics)
         ids = np.asarray(selection.client_ids, dtype=np.int64)
         self.table.touch(ids)
         self.table.selected[ids] = True
@@ -263,7 +264,9 @@ class FedGameModel(RosterModel):
             received = updates if ok.all() else updates[torch.as_tensor(ok, device=updates.device)]
             state.contributions = self.server.value(received, ids, self.table, state.info)
             dropped = self.table.views(state.selected[~ok])
-            delta = self.server.aggregate(received, self.table.views(ids), dropped, state.info)
+            views = self.table.views(ids)
+            delta, metrics = self.server.aggregate(received, views, dropped, state.info)
+            state.extra.update(metrics)
             plan = state.privacy
             if delta is not None and self._finaliser is not None and plan is not None:
                 gen = self.plan.torch_generator(

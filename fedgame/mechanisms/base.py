@@ -32,7 +32,11 @@ if TYPE_CHECKING:
 
 
 class SelectionPolicy(Protocol):
-    """Server rule choosing the round's participants among reachable responders."""
+    """Server rule choosing the round's participants among reachable responders.
+
+    ``select`` returns the :class:`Selection`, or ``(selection, metrics)``: the round metrics
+    it measured, for the ``round_columns`` it declares (:func:`split_metrics`).
+    """
 
     def select(
         self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
@@ -71,9 +75,11 @@ class Aggregator(Protocol):
 
     ``clients`` are the senders of the rows of ``updates``; ``dropped`` the selected clients
     whose update never arrived (stragglers), for aggregators that must know (secure
-    aggregation); ``rng`` the round's ``masks`` stream, handed only to aggregators that
-    declare :class:`DrawsMasks` (None for the others). Returning ``None`` means the round's
-    aggregation failed: the global model is left unchanged and the round is flagged.
+    aggregation); ``rng`` the round's ``masks`` stream and ``faults`` the round's fault draw
+    (its failed client-client links), both handed only to aggregators that declare
+    :class:`DrawsMasks` (None for the others). Returning ``None`` means the round's
+    aggregation failed: the global model is left unchanged and the round is flagged. It may
+    return ``(update, metrics)``: the round metrics it measured (:func:`split_metrics`).
     """
 
     def aggregate(
@@ -83,7 +89,8 @@ class Aggregator(Protocol):
         clients: Sequence[ClientView],
         dropped: Sequence[ClientView] = (),
         rng: np.random.Generator | None = None,
-    ) -> torch.Tensor | None: ...
+        faults: FaultDraw | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor | None, Mapping[str, float]] | None: ...
 
 
 @dataclass(frozen=True)
@@ -121,8 +128,18 @@ class Preparable(Protocol):
 
 
 @runtime_checkable
+class DeclaresRoundColumns(Protocol):
+    """Capability: adds ``round_columns`` to the rounds table. Their values are the metrics
+    the plug-in's phase returns with its result (``(result, metrics)``), or, for a plug-in
+    that also declares :class:`ReportsRounds`, its ``round_metrics()``."""
+
+    round_columns: tuple[str, ...]
+
+
+@runtime_checkable
 class ReportsRounds(Protocol):
-    """Capability: adds ``round_columns`` to the rounds table (values from ``round_metrics``)."""
+    """Capability: adds ``round_columns`` to the rounds table (values from ``round_metrics``,
+    read once the round is over)."""
 
     round_columns: tuple[str, ...]
 
@@ -210,8 +227,10 @@ class ValuesContributions(Protocol):
 @runtime_checkable
 class DrawsMasks(Protocol):
     """Capability of an aggregator: it draws from the round's ``masks`` stream (secure
-    aggregation's pairwise mask seeds). Only such an aggregator is handed an ``rng``; for the
-    others the stream is never derived (a round saves building a generator it would not use).
+    aggregation's pairwise mask seeds). Only such an aggregator is handed an ``rng`` and the
+    round's ``faults`` (which client-client links are down decides whether the masks can be
+    recovered); for the others the stream is never derived (a round saves building a
+    generator it would not use).
     """
 
     draws_masks: bool
