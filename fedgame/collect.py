@@ -33,12 +33,18 @@ import pandas as pd
 from fedgame.agents.schema import CLIENT_COLUMNS
 from fedgame.agents.table import ClientTable
 from fedgame.columns import cast_columns
-from fedgame.mechanisms.base import DeclaresRoundColumns, ReportsClients, ReportsRounds
-from fedgame.privacy.base import PrivacyPlan, ReportsRelease
+from fedgame.mechanisms.base import (
+    DeclaresRoundColumns,
+    ReportsClients,
+    ReportsDraw,
+    ReportsRounds,
+)
+from fedgame.privacy.base import ReportsRelease
 from fedgame.views import ClientValues
 
 if TYPE_CHECKING:
     from fedgame.model import FedGameModel
+    from fedgame.round_state import RoundState
 
 #: what ``output.clients`` may say the clients table records (``auto`` picks one)
 CLIENT_MODES = ("all", "active", "none")
@@ -76,12 +82,21 @@ def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]
     for comp in components:
         if isinstance(comp, DeclaresRoundColumns):
             rounds += [c for c in comp.round_columns if c not in rounds]
-        if isinstance(comp, ReportsClients | ReportsRelease):
+        if isinstance(comp, ReportsClients | ReportsRelease | ReportsDraw):
             clients += [c for c in comp.client_columns if c not in clients]
     return rounds, clients
 
 
-Reporters = list[tuple[ReportsRounds | None, ReportsClients | None, ReportsRelease | None]]
+Reporters = list[
+    tuple[ReportsRounds | None, ReportsClients | None, ReportsRelease | None, ReportsDraw | None]
+]
+
+
+def reporting_components(components: Iterable[object]) -> list[object]:
+    """The components that declare columns (``DeclaresRoundColumns``, ``ReportsClients``,
+    ``ReportsRelease`` or ``ReportsDraw``)."""
+    kinds = DeclaresRoundColumns | ReportsClients | ReportsRelease | ReportsDraw
+    return [c for c in components if isinstance(c, kinds)]
 
 
 def reporters_of(components: Iterable[object]) -> Reporters:
@@ -91,22 +106,19 @@ def reporters_of(components: Iterable[object]) -> Reporters:
             c if isinstance(c, ReportsRounds) else None,
             c if isinstance(c, ReportsClients) else None,
             c if isinstance(c, ReportsRelease) else None,
+            c if isinstance(c, ReportsDraw) else None,
         )
         for c in components
     ]
 
 
-def gather_metrics(
-    reporters: Reporters,
-    table: ClientTable,
-    extra: dict[str, float],
-    *,
-    plan: PrivacyPlan | None = None,
-) -> None:
-    """Write the plug-ins' declared metrics of the round: round metrics into ``extra``,
-    client metrics into the table's extra columns (the clients they name are touched); a
-    ``ReportsRelease`` mechanism's, from the round's ``plan`` (none without one)."""
-    for round_reporter, client_reporter, release_reporter in reporters:
+def gather_metrics(reporters: Reporters, table: ClientTable, state: RoundState) -> None:
+    """Write the plug-ins' declared metrics of the round: round metrics into the round's
+    ``extra``, client metrics into the table's extra columns (the clients they name are
+    touched); a ``ReportsRelease`` mechanism's, from the round's privacy plan (none without
+    one); a ``ReportsDraw`` fault model's, from the round's fault draw."""
+    extra, plan, faults = state.extra, state.privacy, state.faults
+    for round_reporter, client_reporter, release_reporter, draw_reporter in reporters:
         if round_reporter is not None:
             extra.update(round_reporter.round_metrics())
         per_client: dict[str, Any] = {}
@@ -116,6 +128,8 @@ def gather_metrics(
             rounds, clients = release_reporter.release_metrics(plan)
             extra.update(rounds)
             per_client.update(clients)
+        if draw_reporter is not None and faults is not None:
+            per_client.update(draw_reporter.draw_metrics(faults))
         for name, values in per_client.items():
             if isinstance(values, ClientValues):
                 table.extra[name][values.ids] = values.array

@@ -28,16 +28,16 @@ from fedgame.collect import (
     declared_columns,
     gather_metrics,
     reporters_of,
+    reporting_components,
     round_summary,
 )
 from fedgame.errors import DivergenceError, ScenarioError
 from fedgame.game.economics_monitor import EconomicsMonitor
 from fedgame.game.monitor import OffersContest, RoundMonitor
-from fedgame.mechanisms.base import DeclaresRoundColumns, ObservesFaults, ReportsClients
+from fedgame.mechanisms.base import ObservesFaults
 from fedgame.privacy.base import (
     FinalisesAggregate,
     RecordsReleases,
-    ReportsRelease,
     split_metrics,
 )
 from fedgame.privacy.releases import Releases
@@ -102,8 +102,7 @@ class FedGameModel(RosterModel):
             incentive=comps.incentive,
         )
         plugins = [c for _, c in comps.by_path()]
-        reports = DeclaresRoundColumns | ReportsClients | ReportsRelease
-        reporting = [c for c in plugins if isinstance(c, reports)]
+        reporting = reporting_components(plugins)
         reporting.append(self.monitor)
         #: the economics columns, for an incentive that reports its outcome (docs/economics.md)
         self.economics = EconomicsMonitor.of(resolved.game.economics, incentive=comps.incentive)
@@ -320,7 +319,7 @@ class FedGameModel(RosterModel):
         self.monitor.check(self)
         if self.economics is not None:
             self.economics.measure(self)
-        gather_metrics(self._reporters, self.table, self.extra, plan=self.state.privacy)
+        gather_metrics(self._reporters, self.table, self.state)
         self.round_wall_time = time.perf_counter() - self.state.started
         self.summary = round_summary(self)
         self.datacollector.collect(self)

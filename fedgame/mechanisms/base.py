@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from fedgame.views import (
+    ClientValues,
     ClientView,
     MarketView,
     Offer,
@@ -264,6 +265,17 @@ class ReportsLossBound(Protocol):
     """Capability of a selection rule: released losses bounded by Θ at a round (paper 000)."""
 
     def loss_bound(self, round_index: int) -> float: ...
+
+
+@runtime_checkable
+class ReportsDraw(Protocol):
+    """Capability of a fault model: client columns computed from its round's draw (e.g. each
+    client's compute and finish times), asked with the draw when the round is collected; a
+    ``ClientValues`` column is written without making its clients active."""
+
+    client_columns: tuple[str, ...]
+
+    def draw_metrics(self, draw: FaultDraw) -> Mapping[str, ClientValues]: ...
 
 
 @runtime_checkable
