@@ -34,13 +34,13 @@ from fedgame.agents.schema import CLIENT_COLUMNS
 from fedgame.agents.table import ClientTable
 from fedgame.columns import cast_columns
 from fedgame.mechanisms.base import (
+    DeclaresClientColumns,
     DeclaresRoundColumns,
     ReportsClients,
     ReportsDraw,
     ReportsRounds,
 )
 from fedgame.privacy.base import ReportsRelease
-from fedgame.views import ClientValues
 
 if TYPE_CHECKING:
     from fedgame.model import FedGameModel
@@ -82,7 +82,7 @@ def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]
     for comp in components:
         if isinstance(comp, DeclaresRoundColumns):
             rounds += [c for c in comp.round_columns if c not in rounds]
-        if isinstance(comp, ReportsClients | ReportsRelease | ReportsDraw):
+        if isinstance(comp, DeclaresClientColumns):
             clients += [c for c in comp.client_columns if c not in clients]
     return rounds, clients
 
@@ -93,9 +93,9 @@ Reporters = list[
 
 
 def reporting_components(components: Iterable[object]) -> list[object]:
-    """The components that declare columns (``DeclaresRoundColumns``, ``ReportsClients``,
-    ``ReportsRelease`` or ``ReportsDraw``)."""
-    kinds = DeclaresRoundColumns | ReportsClients | ReportsRelease | ReportsDraw
+    """The components that declare columns (``DeclaresRoundColumns``,
+    ``DeclaresClientColumns`` or ``ReportsRelease``)."""
+    kinds = DeclaresRoundColumns | DeclaresClientColumns | ReportsRelease
     return [c for c in components if isinstance(c, kinds)]
 
 
@@ -130,13 +130,7 @@ def gather_metrics(reporters: Reporters, table: ClientTable, state: RoundState) 
             per_client.update(clients)
         if draw_reporter is not None and faults is not None:
             per_client.update(draw_reporter.draw_metrics(faults))
-        for name, values in per_client.items():
-            if isinstance(values, ClientValues):
-                table.extra[name][values.ids] = values.array
-            elif values:
-                ids = np.fromiter(values.keys(), np.int64, len(values))
-                table.touch(ids)
-                table.extra[name][ids] = np.fromiter(values.values(), float, len(values))
+        table.write_metrics(per_client)
 
 
 def round_summary(m: FedGameModel) -> dict[str, Any]:

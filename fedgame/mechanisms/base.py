@@ -138,6 +138,16 @@ class DeclaresRoundColumns(Protocol):
 
 
 @runtime_checkable
+class DeclaresClientColumns(Protocol):
+    """Capability: adds ``client_columns`` to the clients table. Their values come with a
+    phase's result (a policy's ``respond_all`` may return ``(responses, client_metrics)``), or
+    from ``client_metrics()`` (:class:`ReportsClients`) or ``draw_metrics(draw)``
+    (:class:`ReportsDraw`)."""
+
+    client_columns: tuple[str, ...]
+
+
+@runtime_checkable
 class ReportsRounds(Protocol):
     """Capability: adds ``round_columns`` to the rounds table (values from ``round_metrics``,
     read once the round is over)."""

@@ -117,6 +117,11 @@ def test_a_policy_answers_exactly_the_clients_asked(tiny, monkeypatch, name):
     for args, kwargs, out in calls:
         if batched:
             asked = ids_of(kwargs["clients"] if "clients" in kwargs else args[1])
+            if isinstance(out, tuple):  # (responses, client columns): declared, of asked ids
+                out, per_client = out
+                assert set(per_client) <= set(getattr(cls, "client_columns", ()))
+                for values in per_client.values():
+                    assert set(values) <= set(asked.tolist())
             answers = out if isinstance(out, Responses) else list(out)
             got = np.array([r.client_id for r in answers], dtype=np.int64)
             np.testing.assert_array_equal(got, asked)
