@@ -3,7 +3,8 @@
 ``round_summary`` computes the round's row in one pass over the client columns (phase 10);
 plug-ins add columns by declaring ``round_columns``/``client_columns`` (the ``ReportsRounds`` /
 ``ReportsClients`` capabilities; a privacy mechanism's ``ReportsRelease``, from the round's
-plan). ``ClientTableCollector`` is a Mesa ``DataCollector``: the rounds table is its model
+plan; an incentive's, from the round's ``Settlement``: :func:`settlement_reporter`).
+``ClientTableCollector`` is a Mesa ``DataCollector``: the rounds table is its model
 variables, the clients table its agent variables, recorded as one block of columns per step
 instead of one reporter call per agent and attribute.
 
@@ -20,7 +21,7 @@ kept. ``auto`` (the default) is ``all`` while ``population.clients x rounds`` is
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import mesa
@@ -30,7 +31,7 @@ import pandas as pd
 from fedgame.agents.schema import CLIENT_COLUMNS
 from fedgame.agents.table import ClientTable
 from fedgame.columns import cast_columns
-from fedgame.mechanisms.base import ReportsClients, ReportsRounds
+from fedgame.mechanisms.base import ReportsClients, ReportsRounds, Settlement
 from fedgame.privacy.base import PrivacyPlan, ReportsRelease
 from fedgame.views import ClientValues
 
@@ -79,6 +80,34 @@ def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]
 
 
 Reporters = list[tuple[ReportsRounds | None, ReportsClients | None, ReportsRelease | None]]
+
+
+class SettlementReport:
+    """An incentive's declared ``round_columns`` / ``client_columns``, their values read from
+    the round's :class:`~fedgame.mechanisms.base.Settlement` (``settled()``: the one the
+    server keeps), not from the incentive."""
+
+    def __init__(self, incentive: object, settled: Callable[[], Settlement]) -> None:
+        self.round_columns: tuple[str, ...] = tuple(getattr(incentive, "round_columns", ()))
+        self.client_columns: tuple[str, ...] = tuple(getattr(incentive, "client_columns", ()))
+        self._settled = settled
+
+    def round_metrics(self) -> Mapping[str, float]:
+        return self._settled().round_metrics
+
+    def client_metrics(self) -> Mapping[str, Mapping[int, float]]:
+        return self._settled().client_metrics
+
+
+def settlement_reporter(incentive: object, settled: Callable[[], Settlement]) -> object:
+    """What reports ``incentive``'s columns: a :class:`SettlementReport` when it declares
+    columns; the incentive itself when it still reports them by ``round_metrics()`` /
+    ``client_metrics()`` (the older contract) or declares none."""
+    if isinstance(incentive, ReportsRounds | ReportsClients):
+        return incentive
+    if getattr(incentive, "round_columns", ()) or getattr(incentive, "client_columns", ()):
+        return SettlementReport(incentive, settled)
+    return incentive
 
 
 def reporters_of(components: Iterable[object]) -> Reporters:

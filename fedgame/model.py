@@ -29,6 +29,7 @@ from fedgame.collect import (
     gather_metrics,
     reporters_of,
     round_summary,
+    settlement_reporter,
 )
 from fedgame.errors import DivergenceError, ScenarioError
 from fedgame.game.economics_monitor import EconomicsMonitor
@@ -103,7 +104,10 @@ class FedGameModel(RosterModel):
         )
         plugins = [c for _, c in comps.by_path()]
         reports = ReportsRounds | ReportsClients | ReportsRelease
-        reporting = [c for c in plugins if isinstance(c, reports)]
+        # the incentive's columns come from the round's settlement the server keeps
+        settled = settlement_reporter(comps.incentive, lambda: self.server.settlement)
+        reporting = [settled if c is comps.incentive else c for c in plugins]
+        reporting = [c for c in reporting if isinstance(c, reports)]
         reporting.append(self.monitor)
         #: the economics columns, for an incentive that reports its outcome (docs/economics.md)
         self.economics = EconomicsMonitor.of(resolved.game.economics, incentive=comps.incentive)
@@ -194,6 +198,7 @@ class FedGameModel(RosterModel):
         decline (``not allocated``)."""
         ask(self.groups, self.table, self.clients, self.state.offer, self._market())
         self.server.clear(self.table, self.state.info)
+        self.state.offer = self.server.offer_made  # with the terms the clearing fixed
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""
