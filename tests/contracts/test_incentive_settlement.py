@@ -172,5 +172,5 @@ def test_the_probe_finds_state_kept_between_phases(tiny, monkeypatch, scratch_re
             return dataclasses.replace(settled, round_metrics=metrics)
 
     scratch_registry.register("incentive", "_noting")(Noting)
-    with pytest.raises(AssertionError, match="settled (fresh|ahead)"):
+    with pytest.raises(AssertionError, match=r"settled (fresh|ahead)"):
         check_settled_from_inputs(tiny, monkeypatch, "_noting")

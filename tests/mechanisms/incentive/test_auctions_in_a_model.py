@@ -135,7 +135,6 @@ def test_a_posted_price_buys_each_sellers_supply_and_pays_the_price(tiny):
 
     def check(model: FedGameModel) -> None:
         t = model.table
-        leader = model.server.incentive
         price = model.extra["price"]
         assert price > 0
         want = supply(price, t.privacy_value, 0.05, phi=1.0, quadratic=True)
