@@ -1,12 +1,14 @@
 """What one round writes: the rounds-table row and the clients table, Mesa's way.
 
 ``round_summary`` computes the round's row in one pass over the client columns (phase 10);
-plug-ins add columns by declaring ``round_columns``/``client_columns`` (the ``ReportsRounds`` /
-``ReportsClients`` capabilities; a privacy mechanism's ``ReportsRelease``, from the round's
-plan; an incentive's, from the round's ``Settlement``: :func:`settlement_reporter`).
-``ClientTableCollector`` is a Mesa ``DataCollector``: the rounds table is its model
-variables, the clients table its agent variables, recorded as one block of columns per step
-instead of one reporter call per agent and attribute.
+plug-ins add columns by declaring ``round_columns``/``client_columns`` (the
+``DeclaresRoundColumns`` / ``ReportsClients`` capabilities): a phase returns its round metrics
+with its result (``(result, metrics)``, written by the model as the phase ends), a
+``ReportsRounds`` plug-in gives them when the round is over, and a privacy mechanism's
+``ReportsRelease`` computes them from the round's plan. ``ClientTableCollector`` is a Mesa
+``DataCollector``: the rounds table is its model variables, the clients table its agent
+variables, recorded as one block of columns per step instead of one reporter call per agent
+and attribute.
 
 How much of the clients table is kept is ``output.clients``
 (:func:`fedgame.scenario.output.clients_table_mode`): ``all`` (one row per client per round),
@@ -21,7 +23,7 @@ kept. ``auto`` (the default) is ``all`` while ``population.clients x rounds`` is
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import mesa
@@ -31,12 +33,18 @@ import pandas as pd
 from fedgame.agents.schema import CLIENT_COLUMNS
 from fedgame.agents.table import ClientTable
 from fedgame.columns import cast_columns
-from fedgame.mechanisms.base import ReportsClients, ReportsRounds, Settlement
-from fedgame.privacy.base import PrivacyPlan, ReportsRelease
-from fedgame.views import ClientValues
+from fedgame.mechanisms.base import (
+    DeclaresClientColumns,
+    DeclaresRoundColumns,
+    ReportsClients,
+    ReportsDraw,
+    ReportsRounds,
+)
+from fedgame.privacy.base import ReportsRelease
 
 if TYPE_CHECKING:
     from fedgame.model import FedGameModel
+    from fedgame.round_state import RoundState
 
 #: what ``output.clients`` may say the clients table records (``auto`` picks one)
 CLIENT_MODES = ("all", "active", "none")
@@ -67,47 +75,28 @@ ROUND_COLUMNS = (
 
 
 def declared_columns(components: Iterable[object]) -> tuple[list[str], list[str]]:
-    """Extra columns plug-ins declare (``ReportsRounds`` / ``ReportsClients`` /
+    """Extra columns plug-ins declare (``DeclaresRoundColumns`` / ``ReportsClients`` /
     ``ReportsRelease``)."""
     rounds: list[str] = []
     clients: list[str] = []
     for comp in components:
-        if isinstance(comp, ReportsRounds | ReportsRelease):
+        if isinstance(comp, DeclaresRoundColumns):
             rounds += [c for c in comp.round_columns if c not in rounds]
-        if isinstance(comp, ReportsClients | ReportsRelease):
+        if isinstance(comp, DeclaresClientColumns):
             clients += [c for c in comp.client_columns if c not in clients]
     return rounds, clients
 
 
-Reporters = list[tuple[ReportsRounds | None, ReportsClients | None, ReportsRelease | None]]
+Reporters = list[
+    tuple[ReportsRounds | None, ReportsClients | None, ReportsRelease | None, ReportsDraw | None]
+]
 
 
-class SettlementReport:
-    """An incentive's declared ``round_columns`` / ``client_columns``, their values read from
-    the round's :class:`~fedgame.mechanisms.base.Settlement` (``settled()``: the one the
-    server keeps), not from the incentive."""
-
-    def __init__(self, incentive: object, settled: Callable[[], Settlement]) -> None:
-        self.round_columns: tuple[str, ...] = tuple(getattr(incentive, "round_columns", ()))
-        self.client_columns: tuple[str, ...] = tuple(getattr(incentive, "client_columns", ()))
-        self._settled = settled
-
-    def round_metrics(self) -> Mapping[str, float]:
-        return self._settled().round_metrics
-
-    def client_metrics(self) -> Mapping[str, Mapping[int, float]]:
-        return self._settled().client_metrics
-
-
-def settlement_reporter(incentive: object, settled: Callable[[], Settlement]) -> object:
-    """What reports ``incentive``'s columns: a :class:`SettlementReport` when it declares
-    columns; the incentive itself when it still reports them by ``round_metrics()`` /
-    ``client_metrics()`` (the older contract) or declares none."""
-    if isinstance(incentive, ReportsRounds | ReportsClients):
-        return incentive
-    if getattr(incentive, "round_columns", ()) or getattr(incentive, "client_columns", ()):
-        return SettlementReport(incentive, settled)
-    return incentive
+def reporting_components(components: Iterable[object]) -> list[object]:
+    """The components that declare columns (``DeclaresRoundColumns``,
+    ``DeclaresClientColumns`` or ``ReportsRelease``)."""
+    kinds = DeclaresRoundColumns | DeclaresClientColumns | ReportsRelease
+    return [c for c in components if isinstance(c, kinds)]
 
 
 def reporters_of(components: Iterable[object]) -> Reporters:
@@ -117,22 +106,19 @@ def reporters_of(components: Iterable[object]) -> Reporters:
             c if isinstance(c, ReportsRounds) else None,
             c if isinstance(c, ReportsClients) else None,
             c if isinstance(c, ReportsRelease) else None,
+            c if isinstance(c, ReportsDraw) else None,
         )
         for c in components
     ]
 
 
-def gather_metrics(
-    reporters: Reporters,
-    table: ClientTable,
-    extra: dict[str, float],
-    *,
-    plan: PrivacyPlan | None = None,
-) -> None:
-    """Write the plug-ins' declared metrics of the round: round metrics into ``extra``,
-    client metrics into the table's extra columns (the clients they name are touched); a
-    ``ReportsRelease`` mechanism's, from the round's ``plan`` (none without one)."""
-    for round_reporter, client_reporter, release_reporter in reporters:
+def gather_metrics(reporters: Reporters, table: ClientTable, state: RoundState) -> None:
+    """Write the plug-ins' declared metrics of the round: round metrics into the round's
+    ``extra``, client metrics into the table's extra columns (the clients they name are
+    touched); a ``ReportsRelease`` mechanism's, from the round's privacy plan (none without
+    one); a ``ReportsDraw`` fault model's, from the round's fault draw."""
+    extra, plan, faults = state.extra, state.privacy, state.faults
+    for round_reporter, client_reporter, release_reporter, draw_reporter in reporters:
         if round_reporter is not None:
             extra.update(round_reporter.round_metrics())
         per_client: dict[str, Any] = {}
@@ -142,13 +128,9 @@ def gather_metrics(
             rounds, clients = release_reporter.release_metrics(plan)
             extra.update(rounds)
             per_client.update(clients)
-        for name, values in per_client.items():
-            if isinstance(values, ClientValues):
-                table.extra[name][values.ids] = values.array
-            elif values:
-                ids = np.fromiter(values.keys(), np.int64, len(values))
-                table.touch(ids)
-                table.extra[name][ids] = np.fromiter(values.values(), float, len(values))
+        if draw_reporter is not None and faults is not None:
+            per_client.update(draw_reporter.draw_metrics(faults))
+        table.write_metrics(per_client)
 
 
 def round_summary(m: FedGameModel) -> dict[str, Any]:

@@ -28,17 +28,16 @@ from fedgame.collect import (
     declared_columns,
     gather_metrics,
     reporters_of,
+    reporting_components,
     round_summary,
-    settlement_reporter,
 )
 from fedgame.errors import DivergenceError, ScenarioError
 from fedgame.game.economics_monitor import EconomicsMonitor
 from fedgame.game.monitor import OffersContest, RoundMonitor
-from fedgame.mechanisms.base import ObservesFaults, ReportsClients, ReportsRounds
+from fedgame.mechanisms.base import ObservesFaults
 from fedgame.privacy.base import (
     FinalisesAggregate,
     RecordsReleases,
-    ReportsRelease,
     split_metrics,
 )
 from fedgame.privacy.releases import Releases
@@ -103,11 +102,7 @@ class FedGameModel(RosterModel):
             incentive=comps.incentive,
         )
         plugins = [c for _, c in comps.by_path()]
-        reports = ReportsRounds | ReportsClients | ReportsRelease
-        # the incentive's columns come from the round's settlement the server keeps
-        settled = settlement_reporter(comps.incentive, lambda: self.server.settlement)
-        reporting = [settled if c is comps.incentive else c for c in plugins]
-        reporting = [c for c in reporting if isinstance(c, reports)]
+        reporting = reporting_components(plugins)
         reporting.append(self.monitor)
         #: the economics columns, for an incentive that reports its outcome (docs/economics.md)
         self.economics = EconomicsMonitor.of(resolved.game.economics, incentive=comps.incentive)
@@ -202,7 +197,8 @@ class FedGameModel(RosterModel):
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""
-        selection = self.server.select(self.table, self.state.info)
+        selection, metrics = self.server.select(self.table, self.state.info)
+        self.state.extra.update(metrics)
         ids = np.asarray(selection.client_ids, dtype=np.int64)
         self.table.touch(ids)
         self.table.selected[ids] = True
@@ -268,7 +264,9 @@ class FedGameModel(RosterModel):
             received = updates if ok.all() else updates[torch.as_tensor(ok, device=updates.device)]
             state.contributions = self.server.value(received, ids, self.table, state.info)
             dropped = self.table.views(state.selected[~ok])
-            delta = self.server.aggregate(received, self.table.views(ids), dropped, state.info)
+            views = self.table.views(ids)
+            delta, metrics = self.server.aggregate(received, views, dropped, state.info)
+            state.extra.update(metrics)
             plan = state.privacy
             if delta is not None and self._finaliser is not None and plan is not None:
                 gen = self.plan.torch_generator(
@@ -312,6 +310,9 @@ class FedGameModel(RosterModel):
             delivered = self.state.responses if sent.all() else self.state.responses[sent]
         self.payments = self.server.pay(delivered, self.state.info)
         self.table.settle(self.payments)
+        settled = self.server.settlement  # the incentive's columns, with its settlement
+        self.state.extra.update(settled.round_metrics)
+        self.table.write_metrics(settled.client_metrics)
 
     def phase_collect(self) -> None:
         """10. One row for the round, one per client (plug-ins add their declared columns).
@@ -322,7 +323,7 @@ class FedGameModel(RosterModel):
         self.monitor.check(self)
         if self.economics is not None:
             self.economics.measure(self)
-        gather_metrics(self._reporters, self.table, self.extra, plan=self.state.privacy)
+        gather_metrics(self._reporters, self.table, self.state)
         self.round_wall_time = time.perf_counter() - self.state.started
         self.summary = round_summary(self)
         self.datacollector.collect(self)

@@ -16,6 +16,7 @@ ones, on first use of the registry) and from the modules a scenario lists under 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -215,6 +216,32 @@ def set_loader(load: Callable[[], None]) -> None:
     ``fedgame.plugins.load_all``, which imports every family package and the entry points)."""
     global _loader
     _loader = load
+
+
+#: how a module's source says that it registers a plug-in (``@register(`` or
+#: ``@registry.register(``)
+_REGISTERS = re.compile(r"^@(?:registry\.)?register\(", re.MULTILINE)
+
+
+def import_plugins(package: str, path: Iterable[str]) -> list[str]:
+    """Import every module of ``package`` (its ``__path__``) whose source registers a plug-in,
+    in name order, and return their names: a family's package lists none by hand, so a new
+    plug-in is one new file. Helper modules (no ``@register``) are left to their importers,
+    so importing a family stays as light as its plug-ins (no torch for validation)."""
+    import importlib
+    import pkgutil
+    from pathlib import Path
+
+    found = []
+    for module in pkgutil.iter_modules(list(path)):
+        if module.ispkg:
+            continue
+        finder_path = getattr(module.module_finder, "path", "")
+        source = Path(finder_path) / f"{module.name}.py"
+        if source.is_file() and _REGISTERS.search(source.read_text(encoding="utf-8")):
+            importlib.import_module(f"{package}.{module.name}")
+            found.append(module.name)
+    return found
 
 
 def ensure_loaded() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import mesa
@@ -43,11 +44,13 @@ class _Column:
 
 @runtime_checkable
 class BatchedPolicy(Protocol):
-    """Capability of a client policy: answer for many clients at once (columnar)."""
+    """Capability of a client policy: answer for many clients at once (columnar); it may
+    return ``(responses, client_metrics)``, the values of its declared ``client_columns``
+    (``{column: {id: value}}``), written by the model as the answers are recorded."""
 
     def respond_all(
         self, offer: Offer, *, clients: ClientViews, market: MarketView
-    ) -> Responses: ...
+    ) -> Responses | tuple[Responses, Mapping[str, Any]]: ...
 
 
 class ClientAgent(mesa.Agent):

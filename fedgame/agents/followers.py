@@ -42,7 +42,11 @@ def ask(
         if group.batched:
             # ids are sorted and distinct: all N of them are every client (plain copies)
             views = table.views() if len(ids) == len(table) else table.views(ids)
-            responses = group.agent_type.policy.respond_all(offer, clients=views, market=market)
+            answered = group.agent_type.policy.respond_all(offer, clients=views, market=market)
+            if isinstance(answered, tuple):  # (responses, the policy's client columns)
+                answered, per_client = answered
+                table.write_metrics(per_client)
+            responses = answered
         else:
             agents = [clients[i] for i in ids.tolist()]
             responses = Responses.of([a.respond(offer, market) for a in agents])  # type: ignore[attr-defined]

@@ -18,6 +18,7 @@ from fedgame.mechanisms.base import (
     ValuesContributions,
     settlement_of,
 )
+from fedgame.mechanisms.metrics import split_metrics
 from fedgame.views import ClientView, MarketView, Offer, Response, RoundInfo, Selection
 
 if TYPE_CHECKING:
@@ -100,16 +101,18 @@ class ServerAgent(mesa.Agent):
         table.participating[lost] = False
         table.decline_reason[lost] = "not allocated"
 
-    def select(self, table: ClientTable, info: RoundInfo) -> Selection:
-        """Phase 4: the participants among the willing, reachable clients of ``table``;
-        ``RuntimeError`` when the rule names a client that was not a candidate."""
+    def select(self, table: ClientTable, info: RoundInfo) -> tuple[Selection, dict[str, float]]:
+        """Phase 4: the participants among the willing, reachable clients of ``table``, and
+        the round metrics the rule measured; ``RuntimeError`` when the rule names a client
+        that was not a candidate."""
         candidates = table.views(np.flatnonzero(table.participating))
         rng = self.model.plan.rng("selection", info.round)
-        self.selection = self.selection_rule.select(candidates, info=info, rng=rng)
+        out = self.selection_rule.select(candidates, info=info, rng=rng)
+        self.selection, metrics = split_metrics(out)
         ids = np.asarray(self.selection.client_ids, dtype=np.int64)
         rule = f"selection rule {type(self.selection_rule).__name__}"
         check_candidates(ids, table.participating, who=rule, round_=info.round)
-        return self.selection
+        return self.selection, metrics
 
     def value(
         self, received: torch.Tensor, ids: np.ndarray, table: ClientTable, info: RoundInfo
@@ -137,10 +140,19 @@ class ServerAgent(mesa.Agent):
         clients: Sequence[ClientView],
         dropped: Sequence[ClientView],
         info: RoundInfo,
-    ) -> torch.Tensor | None:
-        """Phase 8: one update from the received rows (None: the aggregation failed)."""
-        rng = self.model.plan.rng("masks", info.round) if self._draws_masks else None
-        return self.aggregation.aggregate(updates, clients=clients, dropped=dropped, rng=rng)
+    ) -> tuple[torch.Tensor | None, dict[str, float]]:
+        """Phase 8: one update from the received rows (None: the aggregation failed), and the
+        round metrics the aggregator measured. A ``DrawsMasks`` aggregator also gets the
+        round's masks stream and fault draw."""
+        if not self._draws_masks:
+            return split_metrics(
+                self.aggregation.aggregate(updates, clients=clients, dropped=dropped)
+            )
+        rng = self.model.plan.rng("masks", info.round)
+        out = self.aggregation.aggregate(
+            updates, clients=clients, dropped=dropped, rng=rng, faults=self.model.state.faults
+        )
+        return split_metrics(out)
 
     def pay(self, delivered: Sequence[Response], info: RoundInfo) -> dict[int, float]:
         """Phase 9: payments for the delivered updates, by the incentive's rule (an incentive

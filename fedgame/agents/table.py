@@ -25,7 +25,7 @@ from fedgame.agents.schema import (
     VIEW_FIELDS,
     ClientView,
 )
-from fedgame.views import ClientViews, Response, Responses, can_afford
+from fedgame.views import ClientValues, ClientViews, Response, Responses, can_afford
 
 __all__ = [
     "CLIENT_COLUMNS",
@@ -122,6 +122,17 @@ class ClientTable:
     def touch(self, ids: np.ndarray | Sequence[int]) -> None:
         """Note that this round writes sparse per-round or plug-in columns of ``ids``."""
         self._touched.append(np.asarray(ids, dtype=np.int64).reshape(-1))
+
+    def write_metrics(self, per_client: Mapping[str, Any]) -> None:
+        """Write plug-in client columns: a ``ClientValues`` column (every client's value) as
+        is; a ``{id: value}`` mapping makes its clients active this round (touched)."""
+        for name, values in per_client.items():
+            if isinstance(values, ClientValues):
+                self.extra[name][values.ids] = values.array
+            elif values:
+                ids = np.fromiter(values.keys(), np.int64, len(values))
+                self.touch(ids)
+                self.extra[name][ids] = np.fromiter(values.values(), float, len(values))
 
     def touched(self) -> np.ndarray:
         """The sorted distinct rows touched this round (the round's active clients)."""

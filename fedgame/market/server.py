@@ -121,8 +121,8 @@ class MarketServer(mesa.Agent):
     def select(self, info: RoundInfo) -> None:
         """Phase 4: participants among the clients that answered its offer."""
         candidates = self.table.views(np.flatnonzero(self.table.participating))
-        selection = self.selection_rule.select(
-            candidates, info=info, rng=self.rng("selection", info.round)
+        selection, _ = split_metrics(
+            self.selection_rule.select(candidates, info=info, rng=self.rng("selection", info.round))
         )
         ids = np.asarray(selection.client_ids, dtype=np.int64)
         who = f"server {self.name}: selection"
@@ -188,12 +188,18 @@ class MarketServer(mesa.Agent):
         ok = now.sent
         ids = now.selected[ok]
         received = updates if ok.all() else updates[torch.as_tensor(ok, device=updates.device)]
-        delta = self.aggregation.aggregate(
-            received,
-            clients=self.table.views(ids),
-            dropped=self.table.views(now.selected[~ok]),
-            rng=self.rng("masks", info.round) if self._draws_masks else None,
-        )
+        clients, dropped = self.table.views(ids), self.table.views(now.selected[~ok])
+        if self._draws_masks:
+            out = self.aggregation.aggregate(
+                received,
+                clients=clients,
+                dropped=dropped,
+                rng=self.rng("masks", info.round),
+                faults=None if now.plan is None else now.plan.faults,
+            )
+        else:
+            out = self.aggregation.aggregate(received, clients=clients, dropped=dropped)
+        delta, _ = split_metrics(out)
         if delta is not None and self._finaliser is not None:
             delta, _ = split_metrics(
                 self._finaliser.finalise(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from fedgame.views import (
+    ClientValues,
     ClientView,
     MarketView,
     Offer,
@@ -32,7 +33,11 @@ if TYPE_CHECKING:
 
 
 class SelectionPolicy(Protocol):
-    """Server rule choosing the round's participants among reachable responders."""
+    """Server rule choosing the round's participants among reachable responders.
+
+    ``select`` returns the :class:`Selection`, or ``(selection, metrics)``: the round metrics
+    it measured, for the ``round_columns`` it declares (:func:`split_metrics`).
+    """
 
     def select(
         self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
@@ -119,9 +124,11 @@ class Aggregator(Protocol):
 
     ``clients`` are the senders of the rows of ``updates``; ``dropped`` the selected clients
     whose update never arrived (stragglers), for aggregators that must know (secure
-    aggregation); ``rng`` the round's ``masks`` stream, handed only to aggregators that
-    declare :class:`DrawsMasks` (None for the others). Returning ``None`` means the round's
-    aggregation failed: the global model is left unchanged and the round is flagged.
+    aggregation); ``rng`` the round's ``masks`` stream and ``faults`` the round's fault draw
+    (its failed client-client links), both handed only to aggregators that declare
+    :class:`DrawsMasks` (None for the others). Returning ``None`` means the round's
+    aggregation failed: the global model is left unchanged and the round is flagged. It may
+    return ``(update, metrics)``: the round metrics it measured (:func:`split_metrics`).
     """
 
     def aggregate(
@@ -131,7 +138,8 @@ class Aggregator(Protocol):
         clients: Sequence[ClientView],
         dropped: Sequence[ClientView] = (),
         rng: np.random.Generator | None = None,
-    ) -> torch.Tensor | None: ...
+        faults: FaultDraw | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor | None, Mapping[str, float]] | None: ...
 
 
 @dataclass(frozen=True)
@@ -169,8 +177,28 @@ class Preparable(Protocol):
 
 
 @runtime_checkable
+class DeclaresRoundColumns(Protocol):
+    """Capability: adds ``round_columns`` to the rounds table. Their values are the metrics
+    the plug-in's phase returns with its result (``(result, metrics)``), or, for a plug-in
+    that also declares :class:`ReportsRounds`, its ``round_metrics()``."""
+
+    round_columns: tuple[str, ...]
+
+
+@runtime_checkable
+class DeclaresClientColumns(Protocol):
+    """Capability: adds ``client_columns`` to the clients table. Their values come with a
+    phase's result (a policy's ``respond_all`` may return ``(responses, client_metrics)``), or
+    from ``client_metrics()`` (:class:`ReportsClients`) or ``draw_metrics(draw)``
+    (:class:`ReportsDraw`)."""
+
+    client_columns: tuple[str, ...]
+
+
+@runtime_checkable
 class ReportsRounds(Protocol):
-    """Capability: adds ``round_columns`` to the rounds table (values from ``round_metrics``)."""
+    """Capability: adds ``round_columns`` to the rounds table (values from ``round_metrics``,
+    read once the round is over)."""
 
     round_columns: tuple[str, ...]
 
@@ -274,8 +302,10 @@ class ValuesContributions(Protocol):
 @runtime_checkable
 class DrawsMasks(Protocol):
     """Capability of an aggregator: it draws from the round's ``masks`` stream (secure
-    aggregation's pairwise mask seeds). Only such an aggregator is handed an ``rng``; for the
-    others the stream is never derived (a round saves building a generator it would not use).
+    aggregation's pairwise mask seeds). Only such an aggregator is handed an ``rng`` and the
+    round's ``faults`` (which client-client links are down decides whether the masks can be
+    recovered); for the others the stream is never derived (a round saves building a
+    generator it would not use).
     """
 
     draws_masks: bool
@@ -309,6 +339,17 @@ class ReportsLossBound(Protocol):
     """Capability of a selection rule: released losses bounded by Θ at a round (paper 000)."""
 
     def loss_bound(self, round_index: int) -> float: ...
+
+
+@runtime_checkable
+class ReportsDraw(Protocol):
+    """Capability of a fault model: client columns computed from its round's draw (e.g. each
+    client's compute and finish times), asked with the draw when the round is collected; a
+    ``ClientValues`` column is written without making its clients active."""
+
+    client_columns: tuple[str, ...]
+
+    def draw_metrics(self, draw: FaultDraw) -> Mapping[str, ClientValues]: ...
 
 
 @runtime_checkable

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, overload, runtime_chec
 
 import numpy as np
 
+from fedgame.mechanisms.metrics import split_metrics as split_metrics  # re-exported
 from fedgame.views import ClientView, Response, RoundInfo, as_column
 
 if TYPE_CHECKING:
@@ -316,15 +317,6 @@ class ReportsRelease(Protocol):
     def release_metrics(
         self, plan: PrivacyPlan
     ) -> tuple[Mapping[str, float], Mapping[str, Mapping[int, float]]]: ...
-
-
-def split_metrics(out: Any) -> tuple[Any, dict[str, float]]:
-    """A phase's ``(result, metrics)``, or a bare result with no metrics; each metric as a
-    float (a 0-d tensor is read here, once the phase is over)."""
-    if isinstance(out, tuple):
-        result, metrics = out
-        return result, {name: float(value) for name, value in metrics.items()}
-    return out, {}
 
 
 @runtime_checkable

@@ -33,6 +33,7 @@ from fedgame.mechanisms.base import (
     WeightedSumAggregator,
     settlement_of,
 )
+from fedgame.mechanisms.metrics import split_metrics
 from fedgame.model import FedGameModel
 from fedgame.scenario.load import validate
 from fedgame.scenario.schema import COMPONENT_FAMILIES
@@ -96,9 +97,12 @@ def test_a_selection_returns_only_candidates(tiny, monkeypatch, name):
     calls = spy(monkeypatch, cls, "select")
     model = run_with(tiny, "selection", name)
     assert calls, f"{name} was never asked to select"
-    for args, kwargs, out in calls:
+    declared = set(getattr(cls, "round_columns", ()))
+    for args, kwargs, result in calls:
         candidates = set(ids_of(args[0] if args else kwargs["candidates"]).tolist())
+        out, metrics = split_metrics(result)
         assert isinstance(out, Selection)
+        assert set(metrics) <= declared, f"{name} measured undeclared {set(metrics) - declared}"
         chosen = list(out.client_ids)
         assert set(chosen) <= candidates, f"{name} chose non-candidates"
         if name not in WITH_REPLACEMENT:
@@ -124,6 +128,11 @@ def test_a_policy_answers_exactly_the_clients_asked(tiny, monkeypatch, name):
     for args, kwargs, out in calls:
         if batched:
             asked = ids_of(kwargs["clients"] if "clients" in kwargs else args[1])
+            if isinstance(out, tuple):  # (responses, client columns): declared, of asked ids
+                out, per_client = out
+                assert set(per_client) <= set(getattr(cls, "client_columns", ()))
+                for values in per_client.values():
+                    assert set(values) <= set(asked.tolist())
             answers = out if isinstance(out, Responses) else list(out)
             got = np.array([r.client_id for r in answers], dtype=np.int64)
             np.testing.assert_array_equal(got, asked)
@@ -189,14 +198,15 @@ def test_an_aggregate_of_identical_rows_is_that_row(name):
     updates = row.repeat(4, 1)
     clients = [_view(i, 10 * (i + 1)) for i in range(4)]  # unequal sizes: weights differ
     rng = np.random.default_rng(0) if isinstance(agg, DrawsMasks) else None
-    out = agg.aggregate(updates, clients=clients, rng=rng)
+    out, metrics = split_metrics(agg.aggregate(updates, clients=clients, rng=rng))
     assert out is not None
+    assert set(metrics) <= set(getattr(agg, "round_columns", ())), "undeclared metrics"
     torch.testing.assert_close(out, row, rtol=1e-5, atol=1e-5)
     if isinstance(agg, WeightedSumAggregator):  # Σ w_k u_k / Σ w_k, w_k >= 0
         weights = np.asarray(agg.weights(clients), dtype=float)
         assert (weights >= 0).all() and weights.sum() > 0
         distinct = torch.arange(12, dtype=torch.float32).reshape(4, 3) - 5.0
-        mixed = agg.aggregate(distinct, clients=clients, rng=rng)
+        mixed, _ = split_metrics(agg.aggregate(distinct, clients=clients, rng=rng))
         share = torch.tensor(weights / weights.sum(), dtype=torch.float32)
         torch.testing.assert_close(mixed, share @ distinct, rtol=1e-5, atol=1e-5)
 

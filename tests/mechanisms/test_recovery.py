@@ -44,20 +44,18 @@ def test_secure_aggregation_follows_its_recovery_policy(recovery):
 
     from fedgame import registry
     from fedgame.mechanisms.base import FaultDraw
-    from fedgame.views import RoundInfo
 
     extra = {"threshold": 3} if recovery == "p2p" else {}
     agg = registry.create("aggregation", "secure", {"inner": "mean", "recovery": recovery, **extra})
     n = 10
-    agg.observe_faults(
-        FaultDraw(np.ones(n, bool), np.zeros(n, bool), failed_edges=((0, 1),)),
-        info=RoundInfo(1, 2, n),
-    )
+    faults = FaultDraw(np.ones(n, bool), np.zeros(n, bool), failed_edges=((0, 1),))
     views = [_View(i) for i in range(4)]
     updates = torch.ones(3, 5)
-    out = agg.aggregate(updates, clients=views[:3], dropped=views[3:], rng=np.random.default_rng(0))
+    out, metrics = agg.aggregate(
+        updates, clients=views[:3], dropped=views[3:], rng=np.random.default_rng(0), faults=faults
+    )
     want = {"always": OK, "none": UNRECOVERABLE, "p2p": UNRECOVERABLE}[recovery]
-    assert agg.round_metrics()["secure_status"] == want
+    assert metrics["secure_status"] == want
     assert (out is None) == (want != OK)
 
 
@@ -83,7 +81,7 @@ def _secure_p2p(*bounds, threshold=None):
 
     from fedgame import registry
     from fedgame.mechanisms.base import FaultDraw
-    from fedgame.views import RoundInfo, SetupContext
+    from fedgame.views import SetupContext
 
     extra = {} if threshold is None else {"threshold": threshold}
     agg = registry.create("aggregation", "secure", {"inner": "mean", "recovery": "p2p", **extra})
@@ -92,12 +90,15 @@ def _secure_p2p(*bounds, threshold=None):
         SetupContext(num_clients=4, rounds=1, clients=(), privacy=privacy, faults=faults),
         rng=np.random.default_rng(0),
     )
-    agg.observe_faults(FaultDraw(np.ones(4, bool), np.zeros(4, bool)), info=RoundInfo(1, 1, 4))
     views = [_View(i) for i in range(4)]
-    out = agg.aggregate(
-        torch.ones(3, 5), clients=views[:3], dropped=views[3:], rng=np.random.default_rng(0)
+    out, metrics = agg.aggregate(
+        torch.ones(3, 5),
+        clients=views[:3],
+        dropped=views[3:],
+        rng=np.random.default_rng(0),
+        faults=FaultDraw(np.ones(4, bool), np.zeros(4, bool)),
     )
-    return agg, out
+    return agg, out, metrics
 
 
 def test_p2p_default_threshold_is_k_minus_the_runs_straggler_bound():
@@ -108,13 +109,13 @@ def test_p2p_default_threshold_is_k_minus_the_runs_straggler_bound():
     from fedgame.mechanisms.faults.independent import NoFaults
 
     one, two = (BoundedStragglers(BoundedStragglers.Config(max_stragglers=s)) for s in (1, 0))
-    agg, out = _secure_p2p(None, one)
+    agg, out, metrics = _secure_p2p(None, one)
     assert agg.max_stragglers == 1 and agg.threshold(4) == 3
-    assert agg.round_metrics()["secure_status"] == OK and out is not None
-    agg, out = _secure_p2p(one, two)  # the privacy's S̄ = 1 wins over the faults' 0
+    assert metrics["secure_status"] == OK and out is not None
+    agg, out, _ = _secure_p2p(one, two)  # the privacy's S̄ = 1 wins over the faults' 0
     assert agg.threshold(4) == 3 and out is not None
-    agg, out = _secure_p2p(None, NoFaults(None))
+    agg, out, metrics = _secure_p2p(None, NoFaults(None))
     assert agg.max_stragglers is None and agg.threshold(4) is None
-    assert agg.round_metrics()["secure_status"] == TIMED_OUT and out is None
-    agg, out = _secure_p2p(None, one, threshold=4)  # an explicit threshold is kept
+    assert metrics["secure_status"] == TIMED_OUT and out is None
+    agg, out, _ = _secure_p2p(None, one, threshold=4)  # an explicit threshold is kept
     assert agg.threshold(4) == 4 and out is None

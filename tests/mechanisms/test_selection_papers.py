@@ -60,9 +60,9 @@ def test_bcs_two_stages_exact_k_and_hooks(tiny):
         model.step()
         assert len(model.state.selection.client_ids) == 4
         assert len(set(model.state.selection.client_ids)) == 4
-        assert sel.round_metrics()["bcs_missing"] == 0
+        assert model.extra["bcs_missing"] == 0
     assert sel._stage == 2 and sum(sel._planned) == 4 * 3 and sel._planned.max() <= 3
-    assert len(sel._reports) > 0 and np.isfinite(sel.round_metrics()["bcs_L"])
+    assert len(sel._reports) > 0 and np.isfinite(model.extra["bcs_L"])
     assert all(0 <= sel.budget_fraction(i) <= 1 for i in range(12))
 
 
@@ -142,7 +142,7 @@ def test_bcs_infeasible_stage2_is_flagged(tiny):
     sel._counts = np.array([0, 0] + [1] * 10)
     with pytest.warns(UserWarning, match="budget left"):
         model.step()
-    assert sel.round_metrics()["bcs_infeasible"] == 1.0
+    assert model.extra["bcs_infeasible"] == 1.0
     assert sorted(model.state.selection.client_ids) == [0, 1]
 
 

@@ -1,7 +1,6 @@
-"""Aggregators (family ``aggregation``); importing this registers them."""
+"""Aggregators (family ``aggregation``); importing this registers every one of them (each module
+here that registers a plug-in: a new aggregator is one new file)."""
 
-# ruff: noqa: F401
-import fedgame.mechanisms.aggregation.robust
-import fedgame.mechanisms.aggregation.secure
-import fedgame.mechanisms.aggregation.weighted
-import fedgame.mechanisms.aggregation.weighted_eps
+from fedgame.registry import import_plugins
+
+import_plugins(__name__, __path__)

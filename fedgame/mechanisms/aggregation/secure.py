@@ -15,7 +15,7 @@ from fedgame.errors import FedGameError, ScenarioError
 from fedgame.mechanisms.aggregation.recovery import Recovery, p2p_threshold, recovery_status
 from fedgame.mechanisms.base import BoundsStragglers, FaultDraw, WeightedSumAggregator
 from fedgame.registry import register
-from fedgame.views import ClientView, RoundInfo, SetupContext
+from fedgame.views import ClientView, SetupContext
 
 if TYPE_CHECKING:
     import torch
@@ -100,9 +100,7 @@ class SecureAggregation:
         params = dict(config.inner)
         kind = params.pop("kind", "fedavg")
         self.inner = registry.create("aggregation", kind, params)
-        self._metrics: dict[str, float] = {}
-        self._warned = False
-        self._failed_edges: frozenset[tuple[int, int]] = frozenset()
+        self._warned = False  # the overflow warning is said once a run
         rec = config.recovery
         self.recovery: Recovery = rec or ("always" if config.recover_dropouts else "none")
         #: S̄ of the run (set-up state, :meth:`prepare`): None when nothing bounds it
@@ -119,11 +117,6 @@ class SecureAggregation:
         if self.config.threshold is not None or self.max_stragglers is None:
             return self.config.threshold
         return p2p_threshold(selected, self.max_stragglers)
-
-    def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None:
-        """The round's client-client links down (``ObservesFaults``), for ``p2p`` recovery."""
-        del info
-        self._failed_edges = frozenset(draw.failed_edges)
 
     @staticmethod
     def check_scenario(config: Config, scenario: Any, *, key: str) -> None:
@@ -152,7 +145,11 @@ class SecureAggregation:
         clients: Sequence[ClientView],
         dropped: Sequence[ClientView] = (),
         rng: np.random.Generator | None = None,
-    ) -> torch.Tensor | None:
+        faults: FaultDraw | None = None,
+    ) -> tuple[torch.Tensor | None, dict[str, float]]:
+        """The masked sum's decoded aggregate (None: it could not be unmasked), with the
+        round's ``secure_*`` metrics. ``faults`` (``DrawsMasks``): the round's client-client
+        links down, which ``p2p`` recovery needs up."""
         import torch
 
         from fedgame.privacy.secure import decode_fixed, encode_fixed, masked_uploads, unmask_sum
@@ -181,23 +178,21 @@ class SecureAggregation:
             self.recovery,
             ids=[ids[i] for i in order],
             uploaded=uploaded,
-            failed_edges=self._failed_edges,
+            failed_edges=frozenset(faults.failed_edges) if faults is not None else frozenset(),
             threshold=self.threshold(n),
         )
         total = unmask_sum(uploads, uploaded, seeds, bits=bits, recover=status == 0)
-        self._metrics = {"secure_dropped": float(n - k), "secure_recovered": 0.0}
-        self._metrics["secure_status"] = float(status)
+        metrics = {"secure_dropped": float(n - k), "secure_recovered": 0.0}
+        metrics["secure_status"] = float(status)
         if status != 0 or total is None:
-            total = None
-        if total is None:
-            self._metrics["secure_error"] = math.nan
-            return None
-        self._metrics["secure_recovered"] = float(n > k)
+            metrics["secure_error"] = math.nan
+            return None, metrics
+        metrics["secure_recovered"] = float(n > k)
         result = decode_fixed(total, scale=scale, bits=bits) * (total_w / w[:k].sum())
         result = result.to(updates.dtype)
         plain = self.inner.aggregate(updates, clients=clients)
-        self._metrics["secure_error"] = float((result - plain).abs().max()) if k else 0.0
-        return result
+        metrics["secure_error"] = float((result - plain).abs().max()) if k else 0.0
+        return result, metrics
 
     def _check_range(self, rows: torch.Tensor) -> None:
         limit = 2.0 ** (self.config.bits - 1) / self.config.scale
@@ -208,7 +203,3 @@ class SecureAggregation:
                 "raise bits or lower scale",
                 stacklevel=3,
             )
-
-    def round_metrics(self) -> dict[str, float]:
-        out, self._metrics = self._metrics, {}
-        return out

@@ -1,6 +1,6 @@
-"""Fault models (family ``faults``); importing this registers them."""
+"""Fault models (family ``faults``); importing this registers every one of them (each module
+here that registers a plug-in: a new fault model is one new file)."""
 
-# ruff: noqa: F401
-import fedgame.mechanisms.faults.correlated
-import fedgame.mechanisms.faults.deadline
-import fedgame.mechanisms.faults.independent
+from fedgame.registry import import_plugins
+
+import_plugins(__name__, __path__)

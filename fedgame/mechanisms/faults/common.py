@@ -1,10 +1,11 @@
-"""Shared pieces of the fault models: link draws, straggler-count laws, the last draw.
+"""Shared pieces of the fault models: link draws and straggler-count laws.
 
-Every fault model here keeps ``last_draw`` / ``last_round`` (the FaultDraw of the current
-round) so that distributed privacy mechanisms (secure aggregation, LightDP metrics) can see
-which selected clients straggled and which client-client edges failed, and offers
-``straggler_pmf(clients, *, graph)``: the law of the number of stragglers among ``clients``
-in one round (LightDP-FL's g(s), paper 004 Sec. V-C), consumed in ``prepare``/``plan``.
+A fault model keeps nothing of a round: its ``FaultDraw`` is the round's record, which the
+model hands, once the uploads are over, to the mechanisms that must know which selected
+clients straggled and which client-client edges failed (secure aggregation, LightDP's
+metrics). Every fault model here offers ``straggler_pmf(clients, *, graph)``: the law of the
+number of stragglers among ``clients`` in one round (LightDP-FL's g(s), paper 004 Sec.
+V-C), consumed in ``prepare``/``plan``.
 
 Timing: stragglers are decided in phase 1 with the rest of the round's faults, but they only
 take effect in phase 7 (upload), after every selected client has trained and committed its
@@ -22,8 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from fedgame.errors import ScenarioError
-from fedgame.mechanisms.base import FaultDraw
-from fedgame.views import ClientView, RoundInfo, column_of
+from fedgame.views import ClientView, column_of
 
 if TYPE_CHECKING:
     pass
@@ -109,17 +109,6 @@ def neighbourhood(graph: Any, centre: int, radius: int) -> list[int]:
     if graph is None or radius == 0:
         return [centre]
     return sorted(nx.single_source_shortest_path_length(graph, centre, cutoff=radius))
-
-
-class RecordsDraw:
-    """Mixin: remembers the round's draw for mechanisms that must know the faults."""
-
-    last_draw: FaultDraw | None = None
-    last_round: int = -1
-
-    def _record(self, draw: FaultDraw, info: RoundInfo) -> FaultDraw:
-        self.last_draw, self.last_round = draw, info.round
-        return draw
 
 
 def straggle_probs(clients: Sequence[ClientView]) -> np.ndarray:

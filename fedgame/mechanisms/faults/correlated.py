@@ -14,7 +14,6 @@ from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.common import (
     LinkConfig,
     Prob,
-    RecordsDraw,
     check_server_reachable,
     draw_links,
     neighbourhood,
@@ -26,7 +25,7 @@ from fedgame.views import ClientView, RoundInfo
 
 
 @register("faults", "bounded_stragglers", reads=reads.edges)
-class BoundedStragglers(RecordsDraw):
+class BoundedStragglers:
     """Per round S ~ Uniform{0, ..., max_stragglers} stragglers, a uniformly random subset.
 
     The straggler law of paper 004 Example 1 (S <= S_bar, g uniform). Stragglers are drawn
@@ -76,11 +75,11 @@ class BoundedStragglers(RecordsDraw):
         count = int(rng.integers(0, min(cfg.max_stragglers, n) + 1))
         straggler = np.zeros(n, dtype=bool)
         straggler[rng.choice(n, size=count, replace=False)] = True
-        return self._record(FaultDraw(link_up, straggler, failed, {"straggler_count": count}), info)
+        return FaultDraw(link_up, straggler, failed, {"straggler_count": count})
 
 
 @register("faults", "correlated", reads=reads.outages)
-class CorrelatedOutages(RecordsDraw):
+class CorrelatedOutages:
     """Regional outages: with probability ``outage_prob`` per round, a uniformly random
     client's ``radius``-hop graph neighbourhood fails together.
 
@@ -158,4 +157,4 @@ class CorrelatedOutages(RecordsDraw):
             else:
                 straggler[region] = True
         draw = FaultDraw(link_up, straggler, failed, {"outage_region": tuple(region)})
-        return self._record(draw, info)
+        return draw

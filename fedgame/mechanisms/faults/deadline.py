@@ -13,7 +13,6 @@ from fedgame import reads
 from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.common import (
     LinkConfig,
-    RecordsDraw,
     check_server_reachable,
     draw_links,
     poisson_binomial,
@@ -50,7 +49,7 @@ def deadline_miss_probability(
 
 
 @register("faults", "deadline", reads=reads.edges)
-class DeadlineStragglers(RecordsDraw):
+class DeadlineStragglers:
     """Per round, client i computes for ``time_per_sample`` x work_i x X_i seconds,
     X_i ~ LogNormal(0, ``compute_sigma``), then uploads in L_i ~ Exp(mean ``upload_latency``)
     seconds; it straggles when the total exceeds ``deadline``.
@@ -131,13 +130,14 @@ class DeadlineStragglers(RecordsDraw):
         upload = rng.exponential(cfg.upload_latency, n) if cfg.upload_latency > 0 else np.zeros(n)
         finish = compute + upload
         details = {"compute_time": compute, "upload_time": upload, "finish_time": finish}
-        return self._record(FaultDraw(link_up, finish > cfg.deadline, failed, details), info)
+        return FaultDraw(link_up, finish > cfg.deadline, failed, details)
 
-    def client_metrics(self) -> dict[str, ClientValues]:
-        """Every client's column (written without making the client active this round)."""
-        if self.last_draw is None or self.last_draw.details is None:
+    def draw_metrics(self, draw: FaultDraw) -> dict[str, ClientValues]:
+        """Every client's compute and finish time of the round's ``draw`` (``ReportsDraw``:
+        written without making the client active this round)."""
+        if draw.details is None:
             return {}
-        details = self.last_draw.details
+        details = draw.details
         return {
             col: ClientValues(np.arange(len(details[col])), details[col])
             for col in self.client_columns

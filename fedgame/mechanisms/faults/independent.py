@@ -13,7 +13,6 @@ from fedgame.mechanisms.base import FaultDraw
 from fedgame.mechanisms.faults.common import (
     LinkConfig,
     Prob,
-    RecordsDraw,
     check_server_reachable,
     draw_links,
     poisson_binomial,
@@ -24,7 +23,7 @@ from fedgame.views import ClientView, RoundInfo
 
 
 @register("faults", "independent", reads=reads.independent_faults)
-class IndependentFaults(RecordsDraw):
+class IndependentFaults:
     """Per round: client-server link ``i`` is down with probability ``link_failure``; each
     client-client edge is down with ``edge_failure``; client ``i`` straggles (misses the upload
     deadline) with its own ``straggle_prob``, or because its upload is lost
@@ -75,11 +74,11 @@ class IndependentFaults(RecordsDraw):
         straggler = rng.random(n) < straggle_probs(clients)
         if self.config.upload_failure > 0:
             straggler |= rng.random(n) < self.config.upload_failure
-        return self._record(FaultDraw(link_up, straggler, failed), info)
+        return FaultDraw(link_up, straggler, failed)
 
 
 @register("faults", "none")
-class NoFaults(RecordsDraw):
+class NoFaults:
     """Every link up, no stragglers (ignores the clients' straggle probabilities)."""
 
     def __init__(self, config: object) -> None:
@@ -100,4 +99,4 @@ class NoFaults(RecordsDraw):
     ) -> FaultDraw:
         n = len(clients)
         draw = FaultDraw(link_up=np.ones(n, dtype=bool), straggler=np.zeros(n, dtype=bool))
-        return self._record(draw, info)
+        return draw

@@ -1,10 +1,6 @@
-"""Incentive mechanisms, the leader (family ``incentive``); importing this registers them."""
+"""Incentive mechanisms, the leader (family ``incentive``); importing this registers every one
+of them (each module here that registers a plug-in: a new incentive is one new file)."""
 
-# ruff: noqa: F401
-import fedgame.mechanisms.incentive.auction
-import fedgame.mechanisms.incentive.contract
-import fedgame.mechanisms.incentive.none
-import fedgame.mechanisms.incentive.posted_price
-import fedgame.mechanisms.incentive.qi_dpfl
-import fedgame.mechanisms.incentive.shapley
-import fedgame.mechanisms.incentive.stackelberg
+from fedgame.registry import import_plugins
+
+import_plugins(__name__, __path__)

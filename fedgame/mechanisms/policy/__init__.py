@@ -1,9 +1,6 @@
-"""Client policies, the followers (family ``policy``); importing this registers them."""
+"""Client policies, the followers (family ``policy``); importing this registers every one of
+them (each module here that registers a plug-in: a new policy is one new file)."""
 
-# ruff: noqa: F401
-import fedgame.mechanisms.policy.always
-import fedgame.mechanisms.policy.bidding
-import fedgame.mechanisms.policy.game
-import fedgame.mechanisms.policy.learning
-import fedgame.mechanisms.policy.menu
-import fedgame.mechanisms.policy.seller
+from fedgame.registry import import_plugins
+
+import_plugins(__name__, __path__)

@@ -42,15 +42,15 @@ class SelfSelect:
     client_columns = ("menu_item",)
 
     def __init__(self, config: Config) -> None:
-        self._taken: dict[int, float] = {}
+        del config
 
     def respond(self, offer: Offer, *, me: ClientView, market: MarketView) -> Response:
-        return self.respond_all(offer, clients=(me,), market=market)[0]
+        return self.respond_all(offer, clients=(me,), market=market)[0][0]
 
     def respond_all(
         self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
-    ) -> Responses:
-        """Every client of ``clients`` at once."""
+    ) -> tuple[Responses, dict[str, dict[int, float]]]:
+        """Every client of ``clients`` at once, with the ``menu_item`` each one took."""
         ids = ids_of(clients)
         rho = np.array([item for item, _ in offer.menu], dtype=float)
         reward = np.array([r for _, r in offer.menu], dtype=float)
@@ -63,9 +63,5 @@ class SelfSelect:
         afford = (rho.size > 0) & (left >= (rho.min() if rho.size else math.inf) * (1 - 1e-12))
         reason = np.where(take, "", np.where(afford, "menu", "budget")).astype(object)
         chosen = np.where(take, rho[np.maximum(index, 0)] if rho.size else math.nan, math.nan)
-        self._taken.update(zip(ids[take].tolist(), index[take].astype(float).tolist(), strict=True))
-        return Responses(ids, take, rho=chosen, reason=reason)
-
-    def client_metrics(self) -> dict[str, dict[int, float]]:
-        taken, self._taken = self._taken, {}
-        return {"menu_item": taken}
+        taken = dict(zip(ids[take].tolist(), index[take].astype(float).tolist(), strict=True))
+        return Responses(ids, take, rho=chosen, reason=reason), {"menu_item": taken}

@@ -1,11 +1,6 @@
-"""Selection rules (family ``selection``); importing this registers them."""
+"""Selection rules (family ``selection``); importing this registers every one of them (each
+module here that registers a plug-in: a new rule is one new file)."""
 
-# ruff: noqa: F401
-import fedgame.mechanisms.selection.all
-import fedgame.mechanisms.selection.bcs
-import fedgame.mechanisms.selection.emd_threshold
-import fedgame.mechanisms.selection.optimal_queries
-import fedgame.mechanisms.selection.power_of_choice
-import fedgame.mechanisms.selection.presampled
-import fedgame.mechanisms.selection.round_robin
-import fedgame.mechanisms.selection.uniform
+from fedgame.registry import import_plugins
+
+import_plugins(__name__, __path__)

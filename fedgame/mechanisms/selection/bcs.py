@@ -114,7 +114,7 @@ class BcsSelection:
         self.k = config.k
         z = bcs.noise_exponent(config.mechanism)
         self.z = 2 if config.calibration == "per_round" else z
-        self._metrics: dict[str, float] = {}
+        #: the stage-1 fit of P2 (cross-round: reported every round once stage 2 is planned)
         self._fit: dict[str, float] = {}
         self._planned = np.zeros(0, dtype=int)
         self._share = np.zeros(0)
@@ -265,7 +265,6 @@ class BcsSelection:
                     "bcs: no stage-1 loss reports (no client took part); stage 2 uses Gamma = 0",
                     stacklevel=2,
                 )
-                self._metrics["bcs_infeasible"] = 1.0
         total = self.k * left
         if avail.size < self.k:
             warnings.warn(
@@ -273,7 +272,6 @@ class BcsSelection:
                 "stage 2 selects all of them (rounds flagged bcs_infeasible)",
                 stacklevel=2,
             )
-            self._metrics["bcs_infeasible"] = 1.0
             total = avail.size * left
         self._share = np.where(share > 1e-12, share, 0.0)
         self._gamma_hat = gam
@@ -294,17 +292,24 @@ class BcsSelection:
     # ---------------------------------------------------------------- the round
     def select(
         self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
-    ) -> Selection:
+    ) -> tuple[Selection, dict[str, float]]:
+        """The round's scheduled clients that are candidates, with ``bcs_stage``,
+        ``bcs_missing`` (scheduled but not candidates), ``bcs_infeasible`` and the stage-1
+        fit's ``bcs_*`` constants once stage 2 is planned."""
         cfg = self.config
         if self._stage == 1 and info.round > self.t0:
             self._schedule_stage2(rng)
         if info.round > len(self._schedule):
-            return Selection(())
+            return Selection(()), {}
         planned = self._schedule[info.round - 1]
         avail = {c.client_id for c in candidates}
         ids = [int(i) for i in planned if int(i) in avail]
-        self._metrics = {"bcs_stage": float(self._stage), "bcs_missing": len(planned) - len(ids)}
-        self._metrics["bcs_infeasible"] = float(self._infeasible())
+        metrics = {
+            "bcs_stage": float(self._stage),
+            "bcs_missing": float(len(planned) - len(ids)),
+            "bcs_infeasible": float(self._infeasible()),
+            **self._fit,
+        }
         if self._stage == 1:
             if info.round == self.t0:
                 self._counts_before_last = self._counts.copy()
@@ -312,7 +317,10 @@ class BcsSelection:
                 self._loss_reports(ids, info, rng)
         self._counts[ids] += 1
         p = self._planned / max(self._planned.sum(), 1)
-        return Selection(tuple(ids), {int(c.client_id): float(p[c.client_id]) for c in candidates})
+        chosen = Selection(
+            tuple(ids), {int(c.client_id): float(p[c.client_id]) for c in candidates}
+        )
+        return chosen, metrics
 
     def _infeasible(self) -> bool:
         left = self.rounds - self.t0
@@ -331,9 +339,6 @@ class BcsSelection:
         """Theta while stage-1 losses are reported (round_index 1-based), else 0."""
         cfg = self.config
         return cfg.loss_bound if cfg.estimate == "losses" and round_index <= self.t0 else 0.0
-
-    def round_metrics(self) -> dict[str, float]:
-        return self._metrics | self._fit
 
     def client_metrics(self) -> dict[str, ClientValues]:
         """Every client's column (written without making the client active this round)."""

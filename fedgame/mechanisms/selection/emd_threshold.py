@@ -80,8 +80,8 @@ class EmdThreshold:
         self.config = config
         self.theta: dict[int, float] = {}
         self.eligible: frozenset[int] | None = None
+        #: the static rule's θ threshold (set up in ``prepare``)
         self.threshold = math.nan
-        self._count = 0
 
     def expected_fraction(self, num_clients: int) -> float:
         """Planned share per round: the quantile, or 1 for an absolute threshold (unknown yet)."""
@@ -96,7 +96,7 @@ class EmdThreshold:
             ref = np.full(counts.shape[1], 1.0 / counts.shape[1])
         theta = np.asarray(emd(freq, ref), dtype=float)
         self.theta = {c.client_id: float(t) for c, t in zip(ctx.clients, theta)}
-        mask = self._rule(theta)
+        mask, self.threshold = self._rule(theta)
         if not mask.any():
             raise ScenarioError(
                 "selection.threshold",
@@ -107,17 +107,19 @@ class EmdThreshold:
             )
         ids = [c.client_id for c in ctx.clients]
         self.eligible = frozenset(i for i, m in zip(ids, mask) if m)
-        self._count = len(self.eligible)
 
-    def _rule(self, theta: np.ndarray) -> np.ndarray:
+    def _rule(self, theta: np.ndarray) -> tuple[np.ndarray, float]:
+        """Who passes among ``theta``, and the threshold they are below (a quantile's: just
+        above the largest θ chosen; NaN when there is no θ to choose from)."""
         if self.config.threshold is not None:
-            self.threshold = float(self.config.threshold)
-            return theta < self.threshold
+            threshold = float(self.config.threshold)
+            return theta < threshold, threshold
+        if not theta.size:
+            return np.zeros(0, dtype=bool), math.nan
         share = self.config.quantile
         assert share is not None  # Config._one_rule: exactly one of threshold/quantile is set
         mask = quantile_selection(theta, share=float(share))
-        self.threshold = float(np.nextafter(theta[mask].max(), np.inf))
-        return mask
+        return mask, float(np.nextafter(theta[mask].max(), np.inf))
 
     def eligible_ids(self) -> frozenset[int] | None:
         """The statically selected clients (None before ``prepare`` or in ``per_round`` mode)."""
@@ -125,20 +127,21 @@ class EmdThreshold:
 
     def select(
         self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
-    ) -> Selection:
+    ) -> tuple[Selection, dict[str, float]]:
+        """The eligible candidates, with the round's ``emd_threshold`` and ``emd_eligible``
+        (the static set's size, or the clients under this round's threshold)."""
         if self.eligible is None:
             raise ScenarioError("selection", "emd_threshold", "needs prepare() before select()")
         if self.config.mode == "static":
             ids = tuple(sorted(c.client_id for c in candidates if c.client_id in self.eligible))
+            threshold, count = self.threshold, len(self.eligible)
         else:
             theta = np.array([self.theta[c.client_id] for c in candidates], dtype=float)
-            mask = self._rule(theta) if theta.size else np.zeros(0, dtype=bool)
+            mask, threshold = self._rule(theta)
             ids = tuple(sorted(c.client_id for c, m in zip(candidates, mask) if m))
-        self._count = len(ids) if self.config.mode == "per_round" else len(self.eligible)
-        return Selection(ids, dict.fromkeys(ids, 1.0))
-
-    def round_metrics(self) -> dict[str, float]:
-        return {"emd_threshold": self.threshold, "emd_eligible": float(self._count)}
+            count = len(ids)
+        metrics = {"emd_threshold": threshold, "emd_eligible": float(count)}
+        return Selection(ids, dict.fromkeys(ids, 1.0)), metrics
 
     def client_metrics(self) -> dict[str, ClientValues]:
         """Every client's column (written without making the client active this round)."""

@@ -238,8 +238,8 @@ class OptimalQueries(RoundRobin):
         self.b, self.t_star = plan.clients_per_query, float(plan.queries)
         self.active_rounds = int(min(plan.queries, ctx.rounds))
 
-    def round_metrics(self) -> dict[str, float]:
-        return super().round_metrics() | {
+    def plan_metrics(self) -> dict[str, float]:
+        return super().plan_metrics() | {
             "queries_t_star": self.t_star,
             "queries_invalid": self.invalid,
         }

@@ -45,7 +45,8 @@ class PresampledSelection:
         self.k = config.k
         self.p = np.zeros(0)
         self.counts = np.zeros(0, dtype=int)
-        self._missing = 0.0
+        #: set-up diagnostics reported every round beside ``presampled_missing``
+        self._diag: dict[str, float] = {}
 
     @staticmethod
     def check_scenario(config: Any, scenario: Any, *, key: str) -> None:
@@ -70,16 +71,18 @@ class PresampledSelection:
 
     def select(
         self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
-    ) -> Selection:
+    ) -> tuple[Selection, dict[str, float]]:
         if info.round > len(self.draws):
-            return Selection(())
+            return Selection(()), {"presampled_missing": 0.0, **self._diag}
         row = [int(i) for i in self.draws[info.round - 1]]
         if self.config.duplicates == "dedupe":
             row = sorted(set(row))
         avail = {c.client_id for c in candidates}
         ids = sorted(i for i in row if i in avail)
-        self._missing = float(len(row) - len(ids))
-        return Selection(tuple(ids), {c.client_id: float(self.p[c.client_id]) for c in candidates})
+        chosen = Selection(
+            tuple(ids), {c.client_id: float(self.p[c.client_id]) for c in candidates}
+        )
+        return chosen, {"presampled_missing": float(len(row) - len(ids)), **self._diag}
 
     def planned_participations(self, client_id: int) -> int:
         """Realised selection count T_k over all rounds (paper 001 Alg. 1 line 5)."""
@@ -87,9 +90,6 @@ class PresampledSelection:
 
     def budget_fraction(self, client_id: int) -> float:
         return 1.0
-
-    def round_metrics(self) -> dict[str, float]:
-        return {"presampled_missing": self._missing}
 
     def client_metrics(self) -> dict[str, ClientValues]:
         """Every client's column (written without making the client active this round)."""
@@ -185,6 +185,3 @@ class PrivacyAwareSelection(PresampledSelection):
             "pa_objective": pa.problem1_objective(p, pu=pu, c=self.config.eta_d * v),
         }
         return p
-
-    def round_metrics(self) -> dict[str, float]:
-        return super().round_metrics() | self._diag

@@ -45,7 +45,6 @@ class RoundRobin:
         self.b = config.b
         self.active_rounds: int | None = config.active_rounds
         self.n = 0
-        self._active = 1.0
 
     @staticmethod
     def check_scenario(config: Any, scenario: Any, *, key: str) -> None:
@@ -68,16 +67,17 @@ class RoundRobin:
 
     def select(
         self, candidates: Sequence[ClientView], *, info: RoundInfo, rng: np.random.Generator
-    ) -> Selection:
+    ) -> tuple[Selection, dict[str, float]]:
+        """The round's block of ``b`` clients (none after the active rounds), with
+        ``queries_active`` and the plan's metrics (:meth:`plan_metrics`)."""
         n = self.n or info.num_clients
         if info.round > self.queries:
-            self._active = 0.0
-            return Selection(())
-        self._active = 1.0
+            return Selection(()), {"queries_active": 0.0, **self.plan_metrics()}
         start = (info.round - 1) * self.b
         planned = {(start + j) % n for j in range(self.b)}
         ids = tuple(sorted(c.client_id for c in candidates if c.client_id in planned))
-        return Selection(ids, {c.client_id: self.b / n for c in candidates})
+        chosen = Selection(ids, {c.client_id: self.b / n for c in candidates})
+        return chosen, {"queries_active": 1.0, **self.plan_metrics()}
 
     def planned_participations(self, client_id: int) -> int:
         """Exact replies of the client over the active rounds."""
@@ -87,9 +87,6 @@ class RoundRobin:
     def budget_fraction(self, client_id: int) -> float:
         return 1.0
 
-    def round_metrics(self) -> dict[str, float]:
-        return {
-            "queries_active": self._active,
-            "queries_b": float(self.b),
-            "queries_T": self.queries,
-        }
+    def plan_metrics(self) -> dict[str, float]:
+        """The plan's figures, the same every round: clients per query b and queries T."""
+        return {"queries_b": float(self.b), "queries_T": self.queries}

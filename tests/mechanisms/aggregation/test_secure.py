@@ -80,23 +80,25 @@ def test_aggregator_equals_fedavg_of_uploaders(dropped):
     senders = [c for c in clients if c.client_id not in dropped]
     lost = [c for c in clients if c.client_id in dropped]
     updates = torch.randn(len(senders), 30, generator=torch.Generator().manual_seed(5))
-    out = agg.aggregate(updates, clients=senders, dropped=lost, rng=np.random.default_rng(2))
+    out, metrics = agg.aggregate(
+        updates, clients=senders, dropped=lost, rng=np.random.default_rng(2)
+    )
     plain = FedAvg(None).aggregate(updates, clients=senders)
     assert (out - plain).abs().max() < 1e-5
-    assert agg.round_metrics()["secure_dropped"] == len(dropped)
+    assert metrics["secure_dropped"] == len(dropped)
 
 
 def test_recovery_disabled_fails_round():
     agg = SecureAggregation(SecureAggregation.Config(recover_dropouts=False, inner="mean"))
     updates = torch.ones(2, 5)
-    out = agg.aggregate(
+    out, metrics = agg.aggregate(
         updates,
         clients=[view(0, 5), view(2, 5)],
         dropped=[view(1, 5)],
         rng=np.random.default_rng(0),
     )
-    assert out is None
-    ok = agg.aggregate(updates, clients=[view(0, 5), view(2, 5)], rng=np.random.default_rng(0))
+    assert out is None and metrics["secure_recovered"] == 0.0
+    ok, _ = agg.aggregate(updates, clients=[view(0, 5), view(2, 5)], rng=np.random.default_rng(0))
     assert ok is not None and torch.allclose(ok, torch.ones(5), atol=1e-5)
 
 

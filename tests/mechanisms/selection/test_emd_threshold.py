@@ -33,8 +33,10 @@ def test_theta_is_eq11_and_quantile_selects_share():
     np.testing.assert_allclose(list(sel.theta.values()), [0.95, 0.05, 1.05, 0.15])
     np.testing.assert_allclose(list(sel.theta.values()), emd_to_population(np.array(COUNTS)))
     assert sel.eligible_ids() == frozenset({1, 3})
-    out = sel.select(clients, info=RoundInfo(1, 3, 4), rng=np.random.default_rng(0))
+    out, metrics = sel.select(clients, info=RoundInfo(1, 3, 4), rng=np.random.default_rng(0))
     assert out.client_ids == (1, 3)
+    assert metrics["emd_eligible"] == 2  # just above the largest θ chosen, θ_3 = 0.15
+    assert metrics["emd_threshold"] == np.nextafter(sel.theta[3], np.inf)
     assert quantile_selection(np.arange(20.0), share=0.75).sum() == 15
 
 
@@ -44,8 +46,9 @@ def test_absolute_threshold_uniform_reference_and_per_round():
     sel.prepare(c, rng=np.random.default_rng(0))
     np.testing.assert_allclose(list(sel.theta.values()), emd_to_uniform(np.array(COUNTS)))
     assert sel.eligible_ids() is None  # per round: not a static set
-    out = sel.select(clients[1:], info=RoundInfo(1, 3, 4), rng=np.random.default_rng(0))
+    out, metrics = sel.select(clients[1:], info=RoundInfo(1, 3, 4), rng=np.random.default_rng(0))
     assert out.client_ids == (1, 3)  # theta_uniform = (1, 0, 1, 0.2) < 0.5
+    assert metrics == {"emd_threshold": 0.5, "emd_eligible": 2.0}
 
 
 def test_threshold_selecting_nobody_names_threshold_and_range():
