@@ -299,7 +299,8 @@ class FedGameModel(RosterModel):
             raise DivergenceError.in_round(r, f"test loss became {self.test_loss}")
 
     def phase_settle(self) -> None:
-        """9. Privacy accounting for released updates, payments and utilities."""
+        """9. Privacy accounting for released updates, payments and utilities; the columns of
+        the incentive's settlement (its ``round_metrics`` and ``client_metrics``)."""
         plan = self.state.privacy
         delivered: Sequence[Response] = ()
         if plan is not None and self.state.responses is not None:

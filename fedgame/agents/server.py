@@ -58,7 +58,7 @@ class ServerAgent(mesa.Agent):
     reachable clients that accepted, values and aggregates what arrives and pays for it.
     It keeps the round's offer (with the terms the leader fixed, updated by ``clear``), the
     round's valuation and the :class:`Settlement` the incentive returned (``settlement``:
-    the collector writes its metrics, the economics monitor reads its outcome).
+    the model writes its metrics as phase 9 ends, the economics monitor reads its outcome).
     """
 
     model: FedGameModel

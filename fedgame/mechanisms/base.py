@@ -70,8 +70,8 @@ class Settlement:
     ``terms`` included, for the deviation search); ``outcome`` the round's purchase (None:
     nothing bought; read by the economics columns when the incentive declares
     :class:`ReportsOutcome`); ``round_metrics`` / ``client_metrics`` the values of the
-    incentive's declared ``round_columns`` / ``client_columns`` (the collector writes them;
-    a ``ClientValues`` column does not make its clients active, a plain mapping does).
+    incentive's declared ``round_columns`` / ``client_columns`` (the model writes them as
+    phase 9 ends; a ``ClientValues`` column does not make its clients active, a plain mapping does).
     """
 
     payments: Mapping[int, float]
