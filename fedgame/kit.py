@@ -31,7 +31,9 @@ naming the key, the value and what is allowed).
   reward, every client's :class:`Response` and the ids whose updates were delivered).
 * :class:`RoundInfo`: the round t (1-based), the horizon T, the population size N.
 * :class:`Offer`: the leader's move: ``reward`` R_t, optional per-client ``prices``, a
-  free-form ``plan`` (numbers the followers read, e.g. a posted price) and ``excluded`` ids.
+  free-form ``plan`` (numbers the followers read, e.g. a posted price), ``excluded`` ids and
+  ``terms``, the leader's own frozen record of what it fixed and reads again in ``settle``
+  (the followers get :meth:`Offer.public`, without it).
 * :class:`Response` / :class:`Responses`: a follower's move, one or as columns: take part or
   not, at which level (``rho``: a zCDP budget ρ_i; ``epsilon``: a per-round ε), and why not
   (``reason``, e.g. ``budget``).
@@ -41,7 +43,10 @@ naming the key, the value and what is allowed).
 * :class:`ClientValues`: ``{client id: value}`` over two arrays, for per-client columns.
 
 **The families' Protocols** (what ``register`` checks a class has):
-:class:`IncentiveMechanism` (``offer``, ``settle``), :class:`ClientPolicy` (``chooses``,
+:class:`IncentiveMechanism` (``offer``, and ``settle``, which gets back the offer it made and
+returns a :class:`Settlement`: the payments, the round's outcome and the values of its
+declared columns; a plain ``{id: payment}`` is read by :func:`settlement_of` as payments
+only), :class:`ClientPolicy` (``chooses``,
 ``respond``; optionally the batched ``respond_all(offer, *, clients, market) -> Responses``,
 which the model prefers), :class:`SelectionPolicy`, :class:`Aggregator`,
 :class:`FaultModel` and :class:`PrivacyMechanism` (with its records :class:`Charge`,
@@ -51,12 +56,16 @@ privacy mechanism whose noise does not follow it (its ``follows``).
 
 **Optional capabilities**, checked once when the model is built: :class:`Preparable`
 (``prepare``), :class:`ReportsRounds` / :class:`ReportsClients` (``round_columns`` /
-``client_columns`` and the metrics that fill them), :class:`ObservesFaults` (told the round's
+``client_columns`` and the metrics that fill them; an incentive declares the columns and
+fills them from its :class:`Settlement`), :class:`ObservesFaults` (told the round's
 fault draw after the uploads) and :class:`OffersContest` (an incentive whose offer is a
 Tullock contest: the model then adds the game diagnostics and the ``no_market`` check),
 :class:`ClearsMarket` (an incentive that allocates after the bids, an auction: ``clear``
-returns the winners at the end of phase 3) and :class:`ValuesContributions` (an incentive
-that values the round's delivered updates before they are applied, e.g. Shapley payments).
+returns a :class:`Cleared`, the winners and the offer with the terms the clearing fixed, at
+the end of phase 3) and :class:`ValuesContributions` (an incentive that values the round's
+delivered updates before they are applied, e.g. Shapley payments, and returns a
+:class:`Valuation` that the server hands to its ``settle``). An incentive keeps no round on
+``self``: what a later phase needs travels in these values.
 A privacy mechanism may declare :class:`FinalisesAggregate` (server-side noise on the
 aggregate after phase 8, central mechanisms) and :class:`ReportsRelease` (columns computed
 from the round's plan, its faults included, when the round is collected); its ``privatise``
@@ -64,10 +73,12 @@ and ``finalise`` may return ``(result, metrics)`` instead of keeping the round's
 ``self``, and :func:`split_metrics` reads either form.
 
 **Economics** (docs/economics.md): an incentive that declares :class:`ReportsOutcome`
-returns each round's :class:`RoundOutcome` (privacy bought, payments, true and reported
-costs per client) and gets the ``econ_*`` columns of the rounds table; one that also declares
-:class:`MeasuresDeviation` (``deviation_gains(ids, *, rng)``: each sampled client's best gain
-from another report or action) gets the ex-post regret columns.
+(``reports_outcome = True``) puts each round's :class:`RoundOutcome` (privacy bought,
+payments, true and reported costs per client) in its :class:`Settlement` and gets the
+``econ_*`` columns of the rounds table; one that also declares :class:`MeasuresDeviation`
+(``deviation_gains(ids, *, settlement, faults, rng)``: each sampled client's best gain from
+another report or action, read from the round's settlement and fault draw) gets the ex-post
+regret columns.
 
 **Budgets** in zCDP units (ρ adds up over releases): :func:`epsilon_to_zcdp`
 ρ(ε) = (ε/(sqrt(L + ε) + sqrt(L)))², L = ln(1/δ), the largest ρ whose ε at δ is at most ε
@@ -95,6 +106,7 @@ from fedgame.game.monitor import OffersContest
 from fedgame.game.stackelberg import ServerCost, ServerCostParams, server_cost
 from fedgame.mechanisms.base import (
     Aggregator,
+    Cleared,
     ClearsMarket,
     ClientPolicy,
     FaultDraw,
@@ -107,7 +119,10 @@ from fedgame.mechanisms.base import (
     ReportsOutcome,
     ReportsRounds,
     SelectionPolicy,
+    Settlement,
+    Valuation,
     ValuesContributions,
+    settlement_of,
 )
 from fedgame.mechanisms.policy.market import epsilon_to_zcdp, rho_left, rho_remaining
 from fedgame.privacy.base import (
@@ -159,6 +174,8 @@ __all__ = [  # noqa: RUF022
     "ClientValues",
     # the families' Protocols
     "IncentiveMechanism",
+    "Settlement",
+    "settlement_of",
     "ClientPolicy",
     "SelectionPolicy",
     "Aggregator",
@@ -174,7 +191,9 @@ __all__ = [  # noqa: RUF022
     "ObservesFaults",
     "OffersContest",
     "ClearsMarket",
+    "Cleared",
     "ValuesContributions",
+    "Valuation",
     "FinalisesAggregate",
     "ReportsRelease",
     "split_metrics",

@@ -193,6 +193,7 @@ class FedGameModel(RosterModel):
         decline (``not allocated``)."""
         ask(self.groups, self.table, self.clients, self.state.offer, self._market())
         self.server.clear(self.table, self.state.info)
+        self.state.offer = self.server.offer_made  # with the terms the clearing fixed
 
     def phase_select(self) -> None:
         """4. The server chooses participants among reachable responders."""
@@ -298,7 +299,8 @@ class FedGameModel(RosterModel):
             raise DivergenceError.in_round(r, f"test loss became {self.test_loss}")
 
     def phase_settle(self) -> None:
-        """9. Privacy accounting for released updates, payments and utilities."""
+        """9. Privacy accounting for released updates, payments and utilities; the columns of
+        the incentive's settlement (its ``round_metrics`` and ``client_metrics``)."""
         plan = self.state.privacy
         delivered: Sequence[Response] = ()
         if plan is not None and self.state.responses is not None:
@@ -309,6 +311,9 @@ class FedGameModel(RosterModel):
             delivered = self.state.responses if sent.all() else self.state.responses[sent]
         self.payments = self.server.pay(delivered, self.state.info)
         self.table.settle(self.payments)
+        settled = self.server.settlement  # the incentive's columns, with its settlement
+        self.state.extra.update(settled.round_metrics)
+        self.table.write_metrics(settled.client_metrics)
 
     def phase_collect(self) -> None:
         """10. One row for the round, one per client (plug-ins add their declared columns).

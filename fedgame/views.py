@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
@@ -182,6 +182,9 @@ class Offer:
     ``plan`` free-form planner output (e.g. number of clients per round); ``excluded`` ids the
     leader removed (e.g. for feasibility) who must not train this round; ``menu`` a screening
     menu of items (ρ_k, r_k) each client self-selects from (contracts; empty otherwise).
+    ``terms`` is the leader's own frozen record of what it fixed when it offered and reads
+    again in ``clear``/``settle``/``deviation_gains`` (its players, ν used, budgets left,
+    prices...); each incentive defines its own. Followers never see it (:meth:`public`).
     """
 
     reward: float = 0.0
@@ -189,6 +192,11 @@ class Offer:
     plan: Mapping[str, float] = field(default_factory=dict)
     excluded: frozenset[int] = frozenset()
     menu: tuple[tuple[float, float], ...] = ()
+    terms: Any = field(default=None, compare=False, repr=False)
+
+    def public(self) -> Offer:
+        """The offer as the followers see it: without the leader's ``terms``."""
+        return self if self.terms is None else replace(self, terms=None)
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,13 @@ def ask(
 ) -> None:
     """Record every reachable, non-excluded client's answer to ``offer`` in ``table``.
 
+    The followers get the offer without the leader's ``terms`` (:meth:`Offer.public`).
     Unreachable clients decline (``unreachable``), clients the leader excluded decline
     (``excluded``); the others are asked, a whole agent type at once when its policy answers
     in batch (``respond_all`` over the table's views), else one agent at a time. A type that
     answers for other clients than it was asked is an error.
     """
+    offer = offer.public()  # the leader's terms are its own
     eligible = table.link_up.copy()
     if offer.excluded:
         excluded = np.fromiter(offer.excluded, np.int64, len(offer.excluded))

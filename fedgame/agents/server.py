@@ -9,7 +9,15 @@ import mesa
 import numpy as np
 import torch
 
-from fedgame.mechanisms.base import ClearsMarket, DrawsMasks, ValuesContributions
+from fedgame.mechanisms.base import (
+    Cleared,
+    ClearsMarket,
+    DrawsMasks,
+    Settlement,
+    Valuation,
+    ValuesContributions,
+    settlement_of,
+)
 from fedgame.mechanisms.metrics import split_metrics
 from fedgame.views import ClientView, MarketView, Offer, Response, RoundInfo, Selection
 
@@ -48,6 +56,9 @@ class ServerAgent(mesa.Agent):
 
     It announces the round's offer, clears an auction, chooses participants among the
     reachable clients that accepted, values and aggregates what arrives and pays for it.
+    It keeps the round's offer (with the terms the leader fixed, updated by ``clear``), the
+    round's valuation and the :class:`Settlement` the incentive returned (``settlement``:
+    the model writes its metrics as phase 9 ends, the economics monitor reads its outcome).
     """
 
     model: FedGameModel
@@ -64,20 +75,29 @@ class ServerAgent(mesa.Agent):
         self.offer_made = Offer()
         self.selection = Selection(())
         self.payments: dict[int, float] = {}
+        #: the incentive's valuation of this round's senders (phase 8; None: none)
+        self.valuation: Valuation | None = None
+        #: the round's settlement (phase 9)
+        self.settlement = Settlement({})
 
     def offer(self, market: MarketView, info: RoundInfo) -> Offer:
         """Phase 2: the round's reward and plan (the incentive plug-in's move)."""
         self.offer_made = self.incentive.offer(market, info=info)
+        self.valuation = None
         return self.offer_made
 
     def clear(self, table: ClientTable, info: RoundInfo) -> None:
         """Phase 3, after the answers: an incentive that ``ClearsMarket`` (an auction) picks
-        the winners; the other willing clients decline (``not allocated``) and do not train."""
+        the winners; the other willing clients decline (``not allocated``) and do not train.
+        The offer kept is the cleared one (its terms fixed by the clearing)."""
         if not isinstance(self.incentive, ClearsMarket):
             return
-        won = self.incentive.clear(self.offer_made, table.responses(), info=info)
+        cleared = self.incentive.clear(self.offer_made, table.responses(), info=info)
+        if not isinstance(cleared, Cleared):  # a bare array of winners
+            cleared = Cleared(np.asarray(cleared, dtype=np.int64), self.offer_made)
+        self.offer_made = cleared.offer
         lost = table.participating.copy()
-        lost[np.asarray(won, dtype=np.int64)] = False
+        lost[np.asarray(cleared.winners, dtype=np.int64)] = False
         table.participating[lost] = False
         table.decline_reason[lost] = "not allocated"
 
@@ -97,7 +117,8 @@ class ServerAgent(mesa.Agent):
     def value(
         self, received: torch.Tensor, ids: np.ndarray, table: ClientTable, info: RoundInfo
     ) -> dict[int, float] | None:
-        """Phase 8: each sender's estimated contribution (:attr:`valuer`; None without one)."""
+        """Phase 8: each sender's estimated contribution (:attr:`valuer`; None without one);
+        the incentive's own valuation is kept for its ``settle``."""
         if self.valuer is None:
             return None
         from fedgame.learning.coalitions import CoalitionEvaluator, aggregation_weights
@@ -105,7 +126,13 @@ class ServerAgent(mesa.Agent):
         weights = aggregation_weights(self.aggregation, table.views(ids))
         evaluator = CoalitionEvaluator(self.model.learner, received, weights)
         rng = self.model.plan.rng("contributions", info.round)
-        return self.valuer.value_contributions(evaluator, ids, info=info, rng=rng)
+        found = self.valuer.value_contributions(evaluator, ids, info=info, rng=rng)
+        if found is None:
+            return None
+        valuation = found if isinstance(found, Valuation) else Valuation(dict(found))
+        if self.valuer is self.incentive:
+            self.valuation = valuation
+        return dict(valuation.contributions)
 
     def aggregate(
         self,
@@ -128,6 +155,13 @@ class ServerAgent(mesa.Agent):
         return split_metrics(out)
 
     def pay(self, delivered: Sequence[Response], info: RoundInfo) -> dict[int, float]:
-        """Phase 9: payments for the delivered updates, by the incentive's rule."""
-        self.payments = self.incentive.settle(self.offer_made, delivered, info=info)
+        """Phase 9: payments for the delivered updates, by the incentive's rule (an incentive
+        that values contributions is handed the round's valuation); the settlement is kept."""
+        settle = self.incentive.settle
+        if isinstance(self.incentive, ValuesContributions):
+            out = settle(self.offer_made, delivered, info=info, valuation=self.valuation)
+        else:
+            out = settle(self.offer_made, delivered, info=info)
+        self.settlement = settlement_of(out, self.offer_made)
+        self.payments = dict(self.settlement.payments)
         return self.payments

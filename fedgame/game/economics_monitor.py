@@ -2,11 +2,13 @@
 
 ``FedGameModel`` builds an :class:`EconomicsMonitor` when its incentive declares
 :class:`~fedgame.mechanisms.base.ReportsOutcome` and calls :meth:`EconomicsMonitor.measure`
-in phase 10 (collect), after the game monitor. It reads the incentive's
-:class:`~fedgame.game.economics.RoundOutcome`, asks an incentive that declares
-:class:`~fedgame.mechanisms.base.MeasuresDeviation` for the deviation gains of a sample of the
-round's clients (``game.economics.regret_sample``, drawn from the seed plan's ``economics``
-stream, so no other draw moves), and computes the rounds-table columns
+in phase 10 (collect), after the game monitor. It reads the
+:class:`~fedgame.game.economics.RoundOutcome` of the round's
+:class:`~fedgame.mechanisms.base.Settlement` (``model.server.settlement``), asks an incentive
+that declares :class:`~fedgame.mechanisms.base.MeasuresDeviation` for the deviation gains of a
+sample of the round's clients (``game.economics.regret_sample``, drawn from the seed plan's
+``economics`` stream, so no other draw moves) given that settlement and the round's fault
+draw, and computes the rounds-table columns
 :data:`ECONOMICS_COLUMNS` with the pure functions of :mod:`fedgame.game.economics`.
 
 Every column is a number in every round: a round in which nothing was bought (no outcome, or
@@ -73,12 +75,13 @@ class EconomicsMonitor:
     @classmethod
     def of(cls, rules: EconomicsRules, *, incentive: Any) -> EconomicsMonitor | None:
         """The monitor for ``incentive``, or None when it does not report outcomes."""
-        return cls(rules, incentive=incentive) if isinstance(incentive, ReportsOutcome) else None
+        reports = isinstance(incentive, ReportsOutcome) and bool(incentive.reports_outcome)
+        return cls(rules, incentive=incentive) if reports else None
 
     def measure(self, model: Any) -> None:
-        """The round's economics (module doc), from the incentive's outcome after settle."""
+        """The round's economics (module doc), from the outcome of the round's settlement."""
         state = model.state
-        outcome = self.incentive.outcome() or econ.RoundOutcome.empty()
+        outcome = model.server.settlement.outcome or econ.RoundOutcome.empty()
         before, after = float(state.info.test_accuracy), float(model.test_accuracy)
         if math.isnan(self.start_accuracy):
             self.start_accuracy = before
@@ -119,7 +122,10 @@ class EconomicsMonitor:
             return 0.0, 0.0, 0
         rng = model.plan.rng("economics", model.state.info.round)
         sample = econ.deviation_sample(ids, size, rng=rng)
-        gains = np.asarray(self.deviations.deviation_gains(sample, rng=rng), dtype=float)
+        gains = self.deviations.deviation_gains(
+            sample, settlement=model.server.settlement, faults=model.state.faults, rng=rng
+        )
+        gains = np.asarray(gains, dtype=float)
         if gains.shape != sample.shape or not np.all(np.isfinite(gains)):
             raise RuntimeError(
                 f"incentive {type(self.incentive).__name__}.deviation_gains returned "

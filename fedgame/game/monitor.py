@@ -60,7 +60,7 @@ from fedgame.mechanisms.base import WeightedSumAggregator
 from fedgame.mechanisms.policy.game import equilibrium
 from fedgame.mechanisms.policy.market import Contest, contest_of, rho_left
 from fedgame.privacy.base import FinalisesAggregate, charge_columns
-from fedgame.views import ClientValues, MarketView
+from fedgame.views import ClientValues, MarketView, Offer
 
 ROUND_COLUMNS = (
     "nash_gap_max",
@@ -102,12 +102,13 @@ class OffersContest(Protocol):
 @runtime_checkable
 class LearnsPrivacyValues(Protocol):
     """Capability of an incentive: a leader that may play against a belief about ν
-    (``learns_privacy_values`` says whether it does in this run)."""
+    (``learns_privacy_values`` says whether it does in this run); ``believed_privacy_values``
+    reads the ν̂ it used from the terms of the offer it made."""
 
     @property
     def learns_privacy_values(self) -> bool: ...
 
-    def believed_privacy_values(self) -> ClientValues: ...
+    def believed_privacy_values(self, offer: Offer) -> ClientValues: ...
 
 
 @runtime_checkable
@@ -214,7 +215,7 @@ class RoundMonitor:
         if contest is not None:
             self._diagnose(model, contest, uploaded, rho_up, paid)
         if self.believer is not None:
-            self._round.update(self._belief_error(table))
+            self._round.update(self._belief_error(table, offer))
 
     def _noise_norm(self, model: Any) -> float:
         """The round's ``noise_norm_over_clip`` (module doc; :mod:`fedgame.game.noise`)."""
@@ -379,11 +380,11 @@ class RoundMonitor:
             distance = np.abs(played_players - star_players).sum() / total
             self._round["eq_distance"] = float(distance)
 
-    def _belief_error(self, table: Any) -> dict[str, float]:
-        """|log ν̂ − log ν| over the players the leader priced: mean, max, mean over the
-        contributors (NaN: none)."""
+    def _belief_error(self, table: Any, offer: Offer) -> dict[str, float]:
+        """|log ν̂ − log ν| over the players the leader priced in ``offer``: mean, max, mean
+        over the contributors (NaN: none)."""
         assert self.believer is not None
-        believed = self.believer.believed_privacy_values()
+        believed = self.believer.believed_privacy_values(offer)
         if not len(believed):
             return dict.fromkeys(BELIEF_COLUMNS, math.nan)
         ids = believed.ids

@@ -19,7 +19,7 @@ import torch
 from fedgame.agents.server import check_candidates
 from fedgame.agents.table import ClientTable
 from fedgame.errors import DivergenceError
-from fedgame.mechanisms.base import DrawsMasks
+from fedgame.mechanisms.base import DrawsMasks, Settlement, settlement_of
 from fedgame.privacy.base import FinalisesAggregate, RecordsReleases, split_metrics
 from fedgame.privacy.budget import PrivacyBudget
 from fedgame.privacy.invariant import PrivacyInvariant
@@ -63,6 +63,7 @@ class ServerRound:
     sent: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, bool))
     withdrawn: int = 0
     payments: dict[int, float] = dataclasses.field(default_factory=dict)
+    settlement: Settlement = dataclasses.field(default_factory=lambda: Settlement({}))
     aggregation_failed: bool = False
     evaluate: bool = False  # the model changed; the market evaluates it (batched_evaluation)
 
@@ -169,7 +170,10 @@ class MarketServer(mesa.Agent):
         if evaluate:
             self.check_finite(info)
         delivered = () if now.responses is None else now.responses[now.sent]
-        now.payments = self.incentive.settle(now.offer, delivered, info=info)
+        now.settlement = settlement_of(
+            self.incentive.settle(now.offer, delivered, info=info), now.offer
+        )
+        now.payments = dict(now.settlement.payments)
         self.table.settle(now.payments)
 
     def check_finite(self, info: RoundInfo) -> None:

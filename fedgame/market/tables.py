@@ -46,8 +46,10 @@ class MarketRecorder:
     def record(self, model: MarketModel, *, spent_before: np.ndarray) -> None:
         t = model.steps
         servers = model.servers
-        metrics = [
-            srv.incentive.round_metrics() if isinstance(srv.incentive, ReportsRounds) else {}
+        metrics = [  # the round's settlement's (an incentive of the older contract: its own)
+            srv.incentive.round_metrics()
+            if isinstance(srv.incentive, ReportsRounds)
+            else srv.now.settlement.round_metrics
             for srv in servers
         ]
         supply = np.array([float(m.get("sum_rho", 0.0) or 0.0) for m in metrics])

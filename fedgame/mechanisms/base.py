@@ -9,7 +9,7 @@ incentive and policy.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -49,13 +49,61 @@ class SelectionPolicy(Protocol):
 
 
 class IncentiveMechanism(Protocol):
-    """The Stackelberg leader: announces a reward, then pays for delivered work."""
+    """The Stackelberg leader: announces a reward, then pays for delivered work.
+
+    ``settle`` gets back the offer it made (with its ``terms``) and returns a
+    :class:`Settlement`, or a plain ``{client id: payment}`` (no metrics, no outcome).
+    """
 
     def offer(self, market: MarketView, *, info: RoundInfo) -> Offer: ...
 
     def settle(
         self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
-    ) -> dict[int, float]: ...
+    ) -> Settlement | dict[int, float]: ...
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """What an incentive's ``settle`` returns (phase 9): the round as the leader closed it.
+
+    ``payments`` by client id (exactly the delivered ids); ``offer`` the offer settled (its
+    ``terms`` included, for the deviation search); ``outcome`` the round's purchase (None:
+    nothing bought; read by the economics columns when the incentive declares
+    :class:`ReportsOutcome`); ``round_metrics`` / ``client_metrics`` the values of the
+    incentive's declared ``round_columns`` / ``client_columns`` (the model writes them as
+    phase 9 ends; a ``ClientValues`` column does not make its clients active, a plain mapping does).
+    """
+
+    payments: Mapping[int, float]
+    offer: Offer = field(default_factory=Offer)
+    outcome: RoundOutcome | None = None
+    round_metrics: Mapping[str, float] = field(default_factory=dict)
+    client_metrics: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
+
+
+def settlement_of(result: Settlement | Mapping[int, float], offer: Offer) -> Settlement:
+    """``settle``'s result as a :class:`Settlement` (a plain mapping: payments only)."""
+    if isinstance(result, Settlement):
+        return result
+    return Settlement(dict(result), offer)
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """What ``ClearsMarket.clear`` returns: the ``winners`` (client ids) and the ``offer``
+    with the terms the clearing fixed (bids, prices, winners), which ``settle`` is given."""
+
+    winners: np.ndarray
+    offer: Offer
+
+
+@dataclass(frozen=True)
+class Valuation:
+    """What ``ValuesContributions.value_contributions`` returns (phase 8): each sender's
+    ``contributions`` and the estimate's ``metrics``; the server hands it to ``settle``."""
+
+    contributions: Mapping[int, float]
+    metrics: Mapping[str, float] = field(default_factory=dict)
 
 
 class ClientPolicy(Protocol):
@@ -184,14 +232,15 @@ class WeightedSumAggregator(Protocol):
 
 @runtime_checkable
 class ReportsOutcome(Protocol):
-    """Capability of an incentive: the round's allocation and payments after ``settle``.
+    """Capability of an incentive: ``reports_outcome = True``, its :class:`Settlement`
+    carries the round's allocation and payments (``outcome``).
 
-    ``outcome()`` is read in phase 10 (collect); the economics columns of the rounds table
+    The outcome is read in phase 10 (collect); the economics columns of the rounds table
     (server cost, client surplus, welfare, IR violations) are computed from it
     (:mod:`fedgame.game.economics`). None: nothing was bought this round.
     """
 
-    def outcome(self) -> RoundOutcome | None: ...
+    reports_outcome: bool
 
 
 @runtime_checkable
@@ -199,24 +248,36 @@ class ClearsMarket(Protocol):
     """Capability of an incentive: it allocates after the bids (an auction).
 
     ``clear(offer, responses, *, info)`` is called at the end of phase 3 with every client's
-    response (bids in ``Responses.bid``) and returns the ids of the winners; the model makes
-    every other willing client decline with reason ``not allocated`` (it does not train).
+    response (bids in ``Responses.bid``) and returns a :class:`Cleared`: the winners' ids and
+    the offer with the terms the clearing fixed (the server settles that offer). The model
+    makes every other willing client decline with reason ``not allocated`` (it does not
+    train). A bare array of winners is read as ``Cleared(winners, offer)``.
     """
 
-    def clear(self, offer: Offer, responses: Responses, *, info: RoundInfo) -> np.ndarray: ...
+    def clear(self, offer: Offer, responses: Responses, *, info: RoundInfo) -> Cleared: ...
 
 
 @runtime_checkable
 class MeasuresDeviation(Protocol):
     """Capability of an incentive: ex-post regret of truthful play, by a deviation search.
 
-    ``deviation_gains(ids, rng=...)`` returns, for each client in ``ids`` (a sample of this
-    round's clients), the largest utility gain it could have had by any other report or action
-    the family allows (a bid, a menu item, a privacy level), holding the others' moves and the
-    leader's rule fixed; 0 where truthful play was a best response. Money units.
+    ``deviation_gains(ids, *, settlement, faults, rng)`` returns, for each client in ``ids``
+    (a sample of this round's clients), the largest utility gain it could have had by any
+    other report or action the family allows (a bid, a menu item, a privacy level), holding
+    the others' moves and the leader's rule fixed; 0 where truthful play was a best response.
+    Money units. It reads the round from ``settlement`` (the :class:`Settlement` its
+    ``settle`` returned, the offer's terms included) and ``faults`` (the round's
+    :class:`FaultDraw`, None where there is none), not from state kept on the incentive.
     """
 
-    def deviation_gains(self, ids: np.ndarray, *, rng: np.random.Generator) -> np.ndarray: ...
+    def deviation_gains(
+        self,
+        ids: np.ndarray,
+        *,
+        settlement: Settlement,
+        faults: FaultDraw | None,
+        rng: np.random.Generator,
+    ) -> np.ndarray: ...
 
 
 @runtime_checkable
@@ -226,13 +287,16 @@ class ValuesContributions(Protocol):
     Before the aggregate is applied, the model hands it a
     :class:`~fedgame.learning.coalitions.CoalitionEvaluator` over the delivered updates
     (``evaluator(masks)``: v(S) of coalitions, batched) and their senders' ``ids`` (the
-    evaluator's players, in order). It returns each sender's estimated contribution (e.g. a
-    Shapley value) or None; the model keeps it as ``RoundState.contributions``.
+    evaluator's players, in order). It returns a :class:`Valuation` (each sender's estimated
+    contribution, e.g. a Shapley value, and the estimate's metrics), a bare ``{id: value}``,
+    or None; the model keeps the contributions as ``RoundState.contributions``, and the server
+    hands the valuation to the incentive's ``settle`` (keyword ``valuation``; None in a round
+    with nothing valued).
     """
 
     def value_contributions(
         self, evaluator: Any, ids: np.ndarray, *, info: RoundInfo, rng: np.random.Generator
-    ) -> dict[int, float] | None: ...
+    ) -> Valuation | dict[int, float] | None: ...
 
 
 @runtime_checkable

@@ -1,10 +1,11 @@
 """Economics contract of every registered incentive, drawn from the registry.
 
-Every incentive reports its round (``ReportsOutcome``) and measures deviations
-(``MeasuresDeviation``), so the economics columns are written for every family. Run with its
-declared example, its outcome after each ``settle`` describes exactly what ``settle`` paid
-(delivered clients only, the same amounts), with non-negative units and true costs, and its
-deviation gains are finite, one per client asked, and never negative.
+Every incentive reports its round (``ReportsOutcome``: its ``Settlement`` carries the
+outcome) and measures deviations (``MeasuresDeviation``), so the economics columns are
+written for every family. Run with its declared example, the outcome of each settlement
+describes exactly what ``settle`` paid (delivered clients only, the same amounts), with
+non-negative units and true costs, and its deviation gains are finite, one per client asked,
+and never negative.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from contracts.test_behaviour import run_with, spy
 from fedgame import registry
 from fedgame.game.economics import RoundOutcome
 from fedgame.game.economics_monitor import ECONOMICS_COLUMNS
-from fedgame.mechanisms.base import MeasuresDeviation, ReportsOutcome
+from fedgame.mechanisms.base import MeasuresDeviation, Settlement
 
 registry.ensure_loaded()
 INCENTIVES = registry.names("incentive")
@@ -27,7 +28,7 @@ INCENTIVES = registry.names("incentive")
 @pytest.mark.parametrize("name", INCENTIVES)
 def test_every_incentive_declares_the_economics_capabilities(name):
     cls = registry.entry("incentive", name).cls
-    assert issubclass(cls, ReportsOutcome), f"{name} does not report its outcome"
+    assert getattr(cls, "reports_outcome", False) is True, f"{name} does not report its outcome"
     assert issubclass(cls, MeasuresDeviation), f"{name} does not measure deviations"
 
 
@@ -35,13 +36,14 @@ def test_every_incentive_declares_the_economics_capabilities(name):
 def test_the_outcome_is_what_settle_paid(tiny, monkeypatch, name):
     cls = registry.entry("incentive", name).cls
     settled = spy(monkeypatch, cls, "settle")
-    reported = spy(monkeypatch, cls, "outcome")
     asked = spy(monkeypatch, cls, "deviation_gains")
     model = run_with(tiny, "incentive", name)
-    assert len(reported) == len(settled) == 3, f"{name}: one outcome read per settle"
-    for (args, kwargs, paid), (_, _, out) in zip(settled, reported):
+    assert len(settled) == 3, f"{name}: one settle a round"
+    for args, kwargs, settlement in settled:
+        assert isinstance(settlement, Settlement)
         delivered = args[1] if len(args) > 1 else kwargs["delivered"]
         ids = {r.client_id for r in delivered}
+        paid, out = settlement.payments, settlement.outcome
         if out is None:
             assert not any(paid.values()), f"{name} paid but reports that nothing was bought"
             continue
@@ -56,6 +58,7 @@ def test_the_outcome_is_what_settle_paid(tiny, monkeypatch, name):
         for cid, amount in paid.items():
             assert math.isclose(mine.get(cid, 0.0), amount, rel_tol=1e-12, abs_tol=1e-15)
     for args, kwargs, gains in asked:
+        assert isinstance(kwargs["settlement"], Settlement)
         sample = np.asarray(args[0] if args else kwargs["ids"])
         gains = np.asarray(gains, dtype=float)
         assert gains.shape == sample.shape and np.isfinite(gains).all()

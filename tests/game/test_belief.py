@@ -251,7 +251,8 @@ def test_the_leader_decides_without_the_true_nu():
     second, second_known = (leader.offer(market, info=market.info) for leader in (incentive, knows))
     assert second.reward == first.reward and second.excluded == first.excluded
     assert second_known.reward != first_known.reward  # a leader that knows ν sees the change
-    np.testing.assert_allclose(incentive.nu, np.linspace(0.2, 5.0, 10))  # accounting: truth
+    np.testing.assert_allclose(second.terms.nu, np.linspace(0.2, 5.0, 10))  # accounting: truth
+    np.testing.assert_allclose(second.terms.believed, first.terms.believed)  # decided on ν̂
 
 
 # ---------------------------------------------------------------- exploring the active set

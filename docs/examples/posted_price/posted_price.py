@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
@@ -28,6 +29,7 @@ from fedgame.kit import (
     Responses,
     RoundInfo,
     ServerCostParams,
+    Settlement,
     SetupContext,
     column_of,
     ids_of,
@@ -115,6 +117,14 @@ class PostedPriceConfig(BaseModel):
         return self
 
 
+@dataclass(frozen=True)
+class PriceTerms:
+    """What the leader fixed at its offer and reads again when it settles (``Offer.terms``):
+    the uptake U_(t−1) that set the price (NaN in round 1)."""
+
+    uptake: float
+
+
 @register("incentive", "posted_price")
 class PostedPrice:
     """Posts one price per unit of zCDP budget ρ, pays price·ρ_i, adjusts to the uptake.
@@ -129,6 +139,9 @@ class PostedPrice:
     ``reward`` p_t·S*; ``sum_rho`` the delivered Σρ_i; ``server_cost`` what the round costs
     a QI-DPFL leader (paper 003 Eq. 15 at the delivered budgets and the total paid, with
     π = 1, β = 1, C = 1, V = 0; NaN when no budget was delivered).
+
+    Its cross-round memory is the price p_t (the next price moves from it); the round itself
+    travels in the offer's :class:`PriceTerms` and the :class:`Settlement` ``settle`` returns.
     """
 
     Config = PostedPriceConfig
@@ -137,11 +150,9 @@ class PostedPrice:
 
     def __init__(self, config: PostedPriceConfig) -> None:
         self.config = config
-        self.price = config.price
-        self.offered = math.nan
+        self.price = config.price  # cross-round memory: the next price moves from it
         self.sizes = np.zeros(0)
         self.cost: ServerCostParams | None = None
-        self._round: dict[str, float] = {}
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         """Once before round 1: |D_i| by client id, and Eq. 15's constants (d, T)."""
@@ -155,22 +166,22 @@ class PostedPrice:
 
     def offer(self, market: MarketView, *, info: RoundInfo) -> Offer:
         c = self.config
+        offered = math.nan
         if market.previous is not None:
-            self.offered = uptake(market.previous.responses)
+            offered = uptake(market.previous.responses)
             self.price = next_price(
                 self.price,
-                self.offered,
+                offered,
                 target=c.target,
                 step=c.step,
                 max_change=c.max_change,
                 low=c.min_price,
                 high=c.max_price,
             )
-        return Offer(reward=self.price * c.target, plan={"price": self.price})
+        terms = PriceTerms(uptake=offered)
+        return Offer(reward=self.price * c.target, plan={"price": self.price}, terms=terms)
 
-    def settle(
-        self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
-    ) -> dict[int, float]:
+    def settle(self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo) -> Settlement:
         ids = ids_of(delivered)
         rho = column_of(delivered, "rho")
         rho = np.where(np.isfinite(rho) & (rho > 0), rho, 0.0)
@@ -184,17 +195,15 @@ class PostedPrice:
                 float(pay.sum()), rho=rho[live], data_sizes=sizes, t=t, params=self.cost
             )
             cost = found.total
-        self._round = {
+        metrics = {
             "price": offer.plan["price"],
-            "uptake": self.offered,
+            "uptake": offer.terms.uptake,
             "reward": offer.reward,
             "sum_rho": float(rho.sum()),
             "server_cost": cost,
         }
-        return dict(zip(ids.tolist(), pay.tolist()))
-
-    def round_metrics(self) -> dict[str, float]:
-        return dict(self._round)
+        payments = dict(zip(ids.tolist(), pay.tolist()))
+        return Settlement(payments, offer, round_metrics=metrics)
 
 
 # --------------------------------------------------------------------------- the clients

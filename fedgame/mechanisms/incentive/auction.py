@@ -20,7 +20,8 @@ Eq. 15 columns of :mod:`.buyer`. Clients table: ``bid`` and ``unit_price`` of th
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from pydantic import Field, PositiveFloat, PositiveInt
 
 from fedgame import reads
 from fedgame.game.auctions import BUDGET_FEASIBLE, clear_market, deviation_gains, true_unit_cost
+from fedgame.mechanisms.base import Cleared, FaultDraw, Settlement
 from fedgame.mechanisms.incentive.buyer import BUYER_COLUMNS, Buyer, BuyerConfig
 from fedgame.registry import Example, register
 from fedgame.views import (
@@ -55,8 +57,34 @@ class AuctionConfig(BuyerConfig):
     )
 
 
+@dataclass(frozen=True)
+class AuctionTerms:
+    """What the auction fixed (``Offer.terms``), by client id: the ``bids`` (NaN: no bid),
+    the ``prices`` per unit (0: lost) and who ``won``; ``cleared`` the clearing's rounds
+    columns and ``clients`` its clients columns (empty until the market is cleared)."""
+
+    bids: np.ndarray
+    prices: np.ndarray
+    won: np.ndarray
+    cleared: Mapping[str, float]
+    clients: Mapping[str, ClientValues]
+
+
+def auction_terms(offer: Offer) -> AuctionTerms:
+    """The offer's :class:`AuctionTerms` (``ValueError`` when it was not an auction's)."""
+    if not isinstance(offer.terms, AuctionTerms):
+        raise ValueError(
+            "an auction settles only the offer it made (Offer.terms is "
+            f"{type(offer.terms).__name__}, not AuctionTerms)"
+        )
+    return offer.terms
+
+
 class _Auction(Buyer):
-    """A procurement auction for units of ρ; ``rule`` is the payment rule (module doc)."""
+    """A procurement auction for units of ρ; ``rule`` is the payment rule (module doc).
+
+    No cross-round memory: the round's bids, prices and winners are the offer's terms.
+    """
 
     Config: type[BuyerConfig] = AuctionConfig
     rule = "threshold"
@@ -65,19 +93,10 @@ class _Auction(Buyer):
 
     config: Any
 
-    def __init__(self, config: AuctionConfig) -> None:
-        super().__init__(config)
-        self.bids = np.zeros(0)  # this round's bids by client id (nan: no bid)
-        self.prices = np.zeros(0)  # this round's price per unit by client id (0: lost)
-        self.won = np.zeros(0, dtype=bool)
-        self._clients: dict[str, ClientValues] = {}
-
     def offer(self, market: MarketView, *, info: RoundInfo) -> Offer:
         c = self.config
         n = len(market.clients)
-        self.bids, self.prices = np.full(n, math.nan), np.zeros(n)
-        self.won = np.zeros(n, dtype=bool)
-        self._round, self._clients = {}, {}
+        terms = AuctionTerms(np.full(n, math.nan), np.zeros(n), np.zeros(n, dtype=bool), {}, {})
         plan = {
             "unit": c.rho,
             "winners": float(self.k),
@@ -87,7 +106,7 @@ class _Auction(Buyer):
             "phi": c.phi,
             "quadratic": float(self.quadratic),
         }
-        return Offer(reward=self.spend_at_most(), plan=plan)
+        return Offer(reward=self.spend_at_most(), plan=plan, terms=terms)
 
     @property
     def k(self) -> int:
@@ -110,58 +129,73 @@ class _Auction(Buyer):
         c = self.config
         return true_unit_cost(self.nu[ids], phi=c.phi, unit=c.rho, quadratic=self.quadratic)
 
-    def clear(self, offer: Offer, responses: Responses, *, info: RoundInfo) -> np.ndarray:
-        """The k lowest bids at or below the reserve win; their prices are fixed here."""
+    def clear(self, offer: Offer, responses: Responses, *, info: RoundInfo) -> Cleared:
+        """The k lowest bids at or below the reserve win; their prices are fixed here (the
+        returned offer's terms)."""
         c = self.config
+        before = auction_terms(offer)
+        all_bids, all_prices, all_won = before.bids.copy(), before.prices.copy(), before.won.copy()
         ids = responses.ids
         bids = np.where(responses.participate, responses.bid, math.nan)
         bids = np.where(bids >= 0, bids, math.nan)  # a negative or NaN bid is no bid
         won, prices = clear_market(
             bids, rule=self.rule, k=self.k, reserve=self.reserve, budget=self.budget / c.rho
         )
-        self.bids[ids], self.prices[ids], self.won[ids] = bids, prices, won
+        all_bids[ids], all_prices[ids], all_won[ids] = bids, prices, won
         bidders = ids[np.isfinite(bids)]
         shading = math.nan
         if bidders.size:
-            shading = float(np.mean(self.bids[bidders] / self.unit_costs(bidders) - 1.0))
+            shading = float(np.mean(all_bids[bidders] / self.unit_costs(bidders) - 1.0))
         clearing = math.nan
         if won.any():
             clearing = float(np.mean(prices[won]))
-        self._round = {
+        cleared = {
             "bids": float(bidders.size),
             "winners": float(won.sum()),
             "clearing_price": clearing,
             "shading": shading,
         }
-        self._clients = {
-            "bid": ClientValues(bidders, self.bids[bidders]),
-            "unit_price": ClientValues(bidders, self.prices[bidders]),
+        clients = {
+            "bid": ClientValues(bidders, all_bids[bidders]),
+            "unit_price": ClientValues(bidders, all_prices[bidders]),
         }
-        return ids[won]
+        terms = AuctionTerms(all_bids, all_prices, all_won, cleared, clients)
+        return Cleared(ids[won], replace(offer, terms=terms))
 
-    def settle(
-        self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
-    ) -> dict[int, float]:
+    def settle(self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo) -> Settlement:
+        terms = auction_terms(offer)
+        won, prices, bids = terms.won, terms.prices, terms.bids
         ids = ids_of(delivered)
         rho = column_of(delivered, "rho")
-        paid = (ids < self.won.size) & self.won[np.minimum(ids, max(self.won.size - 1, 0))]
+        paid = (ids < won.size) & won[np.minimum(ids, max(won.size - 1, 0))]
         rho = np.where(paid & np.isfinite(rho) & (rho > 0), rho, 0.0)
-        pay = np.where(paid, self.prices[ids] * rho, 0.0) if ids.size else np.zeros(0)
-        reported = self.bids[ids] if ids.size else np.zeros(0)
-        self._round.update(self.account(ids, rho, pay, t=info.round, reported=reported))
-        return dict(zip(ids.tolist(), pay.tolist(), strict=True))
+        pay = np.where(paid, prices[ids] * rho, 0.0) if ids.size else np.zeros(0)
+        reported = bids[ids] if ids.size else np.zeros(0)
+        outcome, columns = self.account(ids, rho, pay, t=info.round, reported=reported)
+        payments = dict(zip(ids.tolist(), pay.tolist(), strict=True))
+        metrics = {**terms.cleared, **columns}
+        return Settlement(payments, offer, outcome, metrics, dict(terms.clients))
 
-    def deviation_gains(self, ids: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+    def deviation_gains(
+        self,
+        ids: np.ndarray,
+        *,
+        settlement: Settlement,
+        faults: FaultDraw | None = None,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
         """Each client's best gain from another bid (grid × its cost, the reserve, just below
-        each other bid), the others' bids held fixed, re-cleared by this rule (≥ 0)."""
-        del rng
+        each other bid), the others' bids held fixed (the settled offer's terms), re-cleared by
+        this rule (≥ 0)."""
+        del rng, faults
         c = self.config
         ids = np.asarray(ids, dtype=np.int64)
-        if not self.bids.size or not ids.size:
+        bids = auction_terms(settlement.offer).bids
+        if not bids.size or not ids.size:
             return np.zeros(ids.size)
-        every = np.arange(self.bids.size)
+        every = np.arange(bids.size)
         return deviation_gains(
-            self.bids,
+            bids,
             self.unit_costs(every),
             ids,
             k=self.k,
@@ -171,9 +205,6 @@ class _Auction(Buyer):
             grid=DEVIATION_GRID,
             budget=self.budget / c.rho,
         )
-
-    def client_metrics(self) -> dict[str, ClientValues]:
-        return dict(self._clients)
 
 
 _READS = (reads.PRIVACY_VALUE, *reads.BUDGET)

@@ -331,6 +331,8 @@ class BeliefLeader:
 
     def __init__(self, spec: BeliefSpec) -> None:
         self.spec = spec
+        # cross-round memory, all of it: the belief about ν, the contest offered in round t
+        # (read against the responses in round t+1's public record) and the clients seen play
         self.belief: PrivacyValueBelief | None = None
         self._offered: ContestObservation | None = None
         self.seen = np.zeros(0, dtype=bool)

@@ -4,8 +4,9 @@ Both buy zCDP budget ρ from clients whose privacy cost is the contest's φ·ν_
 003 Eq. 17; c(ρ) = ρ, or ρ² with ``cost: quadratic``) and account each round with QI-DPFL's
 server cost (Eq. 15, :func:`fedgame.game.stackelberg.server_cost`) at the delivered budgets
 and the total paid, with the same constants as the contest's leader (``GameConfig``), so
-the families are compared on one scale. After ``settle`` the round is a
-:class:`fedgame.game.economics.RoundOutcome` (``outcome()``).
+the families are compared on one scale. ``settle`` returns a
+:class:`fedgame.mechanisms.base.Settlement` whose outcome is the round's
+:class:`fedgame.game.economics.RoundOutcome`.
 """
 
 from __future__ import annotations
@@ -47,9 +48,14 @@ class BuyerConfig(BaseModel):
 
 
 class Buyer:
-    """Base of a leader that buys ρ: Eq. 15, true costs and the round's outcome."""
+    """Base of a leader that buys ρ: Eq. 15, true costs and the round's outcome.
+
+    Kept on the leader: its set-up only (``prepare``: |D_i| and the true ν by id, T, d);
+    the round travels in the offer's terms and the settlement.
+    """
 
     config: BuyerConfig
+    reports_outcome = True
 
     def __init__(self, config: BuyerConfig) -> None:
         self.config = config
@@ -59,8 +65,6 @@ class Buyer:
         self.sizes = np.zeros(0)  # |D_i| by client id
         self.nu = np.zeros(0)  # true ν_i by client id (to account true costs, never to decide)
         self.rng: np.random.Generator | None = None
-        self._outcome: RoundOutcome | None = None
-        self._round: dict[str, float] = {}
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         self.rounds = ctx.rounds
@@ -99,10 +103,10 @@ class Buyer:
         *,
         t: int,
         reported: np.ndarray | None = None,
-    ) -> dict[str, float]:
-        """The round's outcome (kept for ``outcome()``) and its Eq. 15 columns."""
+    ) -> tuple[RoundOutcome, dict[str, float]]:
+        """The round's outcome and its Eq. 15 columns."""
         cost = self.true_cost(ids, rho)
-        self._outcome = RoundOutcome(ids, rho, pay, cost, reported)
+        outcome = RoundOutcome(ids, rho, pay, cost, reported)
         live = rho > 0
         acc = paid = math.nan
         if live.any():
@@ -114,7 +118,7 @@ class Buyer:
                 params=self.params(),
             )
             acc, paid = found.accuracy, found.payment
-        return {
+        return outcome, {
             "sum_rho": float(rho.sum()),
             "sellers": float(live.sum()),
             "payments_total": float(pay.sum()),
@@ -122,13 +126,6 @@ class Buyer:
             "server_cost_payment": paid,
             "server_cost": acc + paid,
         }
-
-    def outcome(self) -> RoundOutcome | None:
-        """The last settled round's outcome (None before the first settle)."""
-        return self._outcome
-
-    def round_metrics(self) -> dict[str, float]:
-        return dict(self._round)
 
 
 #: the Eq. 15 columns every buyer reports

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -31,7 +32,7 @@ from fedgame.game.contracts import (
 )
 from fedgame.game.economics import RoundOutcome
 from fedgame.game.stackelberg import ServerCostParams
-from fedgame.mechanisms.base import FaultDraw
+from fedgame.mechanisms.base import FaultDraw, Settlement
 from fedgame.mechanisms.policy.market import rho_left
 from fedgame.registry import Example, register
 from fedgame.views import MarketView, Offer, Response, RoundInfo, SetupContext, column_of, ids_of
@@ -90,6 +91,25 @@ def match_items(rho: np.ndarray, items: np.ndarray) -> np.ndarray:
     return np.where(ok, nearest, -1).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class ContractTerms:
+    """What the screening leader fixed at its offer (``Offer.terms``): the round's ``menu``
+    and, by client id, the zCDP budget each client had ``left`` (what it could afford)."""
+
+    menu: Menu
+    left: np.ndarray
+
+
+def contract_terms(offer: Offer) -> ContractTerms:
+    """The offer's :class:`ContractTerms` (``ValueError`` when it was not a contract's)."""
+    if not isinstance(offer.terms, ContractTerms):
+        raise ValueError(
+            "a contract settles only the offer it made (Offer.terms is "
+            f"{type(offer.terms).__name__}, not ContractTerms)"
+        )
+    return offer.terms
+
+
 @register("incentive", "contract", reads=(reads.PRIVACY_VALUE,))
 class Contract:
     """Offers the optimal screening menu each round and pays r_k for item k delivered.
@@ -103,6 +123,9 @@ class Contract:
     ``menu_pay_low``/``menu_pay_high`` (the smallest and largest ρ_k and r_k), ``sum_rho``
     (delivered Σρ), ``payments_total`` (Σ payments). Declares ``ReportsOutcome`` (units ρ, true cost
     φ·ν_i·c(ρ_i)) and ``MeasuresDeviation`` (:meth:`deviation_gains`).
+
+    No cross-round memory: the set-up of ``prepare`` (ν, |D_i|, the designed types, Eq. 15's
+    constants) is kept; the round's menu and budgets travel in the offer's terms.
     """
 
     Config = ContractConfig
@@ -116,6 +139,7 @@ class Contract:
         "sum_rho",
         "payments_total",
     )
+    reports_outcome = True
 
     def __init__(self, config: ContractConfig) -> None:
         self.config = config
@@ -125,11 +149,6 @@ class Contract:
         self.params: ServerCostParams | None = None
         self.theta = np.zeros(0)
         self.prob = np.zeros(0)
-        self.menu: Menu | None = None
-        self._left = np.zeros(0)
-        self._faults: FaultDraw | None = None
-        self._outcome: RoundOutcome | None = None
-        self._round: dict[str, float] = {}
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         """Once before round 1: ν and |D_i| by client id, the designed types, Eq. 15's d, T."""
@@ -167,21 +186,15 @@ class Contract:
         return screening_menu(self.theta, self.prob, alpha=alpha, cost=self.config.cost, cap=cap)
 
     def offer(self, market: MarketView, *, info: RoundInfo) -> Offer:
-        menu = self.menu = self.design(info.round)
-        self._left = np.zeros(self.num_clients)
-        self._left[ids_of(market.clients)] = rho_left(market.clients)
-        self._faults = None
+        menu = self.design(info.round)
+        left = np.zeros(self.num_clients)
+        left[ids_of(market.clients)] = rho_left(market.clients)
         expected = self.num_clients * float(np.sum(menu.prob * menu.reward))
         plan = {"phi": self.config.phi, "quadratic": float(self.config.cost == "quadratic")}
-        return Offer(reward=expected, plan=plan, menu=menu.items())
+        terms = ContractTerms(menu, left)
+        return Offer(reward=expected, plan=plan, menu=menu.items(), terms=terms)
 
-    def observe_faults(self, draw: FaultDraw, *, info: RoundInfo) -> None:
-        """Who could not reach the server or straggled (their deviations change nothing)."""
-        self._faults = draw
-
-    def settle(
-        self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
-    ) -> dict[int, float]:
+    def settle(self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo) -> Settlement:
         ids = ids_of(delivered)
         rho = column_of(delivered, "rho")
         items = np.array([item for item, _ in offer.menu])
@@ -190,8 +203,8 @@ class Contract:
         pay = np.where(k >= 0, rewards[np.maximum(k, 0)] if rewards.size else 0.0, 0.0)
         units = np.where(np.isfinite(rho) & (rho > 0), rho, 0.0)
         true_cost = self.config.phi * self.nu[ids] * cost_of(units, self.config.cost)
-        self._outcome = RoundOutcome(ids, units, pay, true_cost, None)
-        self._round = {
+        outcome = RoundOutcome(ids, units, pay, true_cost, None)
+        metrics = {
             "menu_items": float(items.size),
             "menu_rho_low": float(items.min()) if items.size else math.nan,
             "menu_rho_high": float(items.max()) if items.size else math.nan,
@@ -200,16 +213,18 @@ class Contract:
             "sum_rho": float(units.sum()),
             "payments_total": float(pay.sum()),
         }
-        return dict(zip(ids.tolist(), pay.tolist(), strict=True))
+        # the outcome: the round's deliveries, units ρ_i, payments r_k, true costs φ·ν_i·c(ρ_i)
+        payments = dict(zip(ids.tolist(), pay.tolist(), strict=True))
+        return Settlement(payments, offer, outcome, metrics)
 
-    def round_metrics(self) -> dict[str, float]:
-        return dict(self._round)
-
-    def outcome(self) -> RoundOutcome | None:
-        """The round's deliveries: units ρ_i, payments r_k, true costs φ·ν_i·c(ρ_i)."""
-        return self._outcome
-
-    def deviation_gains(self, ids: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+    def deviation_gains(
+        self,
+        ids: np.ndarray,
+        *,
+        settlement: Settlement,
+        faults: FaultDraw | None,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
         """Ex-post regret: max(0, best affordable item's r_k − θ_i·c(ρ_k)) − what i got.
 
         What client i got is r_k − θ_i·c(ρ_k) for the item it delivered, 0 otherwise (a
@@ -218,29 +233,32 @@ class Contract:
         that did not deliver is credited the best item as if its update would have been
         delivered (selection ``all`` takes every willing client). Affordable: ρ_k ≤ its
         remaining budget at the offer. Self-selecting clients have gain 0 up to rounding.
+        Reads the settled offer's menu and budgets, the settlement's outcome and the round's
+        ``faults`` (None: nobody was cut off).
         """
         ids = np.asarray(ids, dtype=np.int64)
         gains = np.zeros(ids.size)
-        if self.menu is None or ids.size == 0:
+        if ids.size == 0:
             return gains
-        items = self.menu.items()
+        terms = contract_terms(settlement.offer)
+        items = terms.menu.items()
         rho = np.array([i for i, _ in items])
         reward = np.array([r for _, r in items])
         theta = self.config.phi * self.nu[ids]
         u = item_utilities(theta, rho, reward, cost=self.config.cost)
-        u = np.where(rho[None, :] <= self._left[ids, None] * (1 + 1e-12), u, -np.inf)
+        u = np.where(rho[None, :] <= terms.left[ids, None] * (1 + 1e-12), u, -np.inf)
         best = np.maximum(u.max(axis=1), 0.0)
         got = np.zeros(ids.size)
-        if self._outcome is not None and self._outcome.ids.size:
-            where = {int(c): j for j, c in enumerate(self._outcome.ids.tolist())}
-            o = self._outcome
+        o = settlement.outcome
+        if o is not None and o.ids.size:
+            where = {int(c): j for j, c in enumerate(o.ids.tolist())}
             for n, cid in enumerate(ids.tolist()):
                 j = where.get(cid)
                 if j is not None:
                     got[n] = o.payments[j] - o.true_cost[j]
         gains = np.maximum(best - got, 0.0)
-        if self._faults is not None:
-            cut = ~np.asarray(self._faults.link_up, dtype=bool)[ids]
-            cut |= np.asarray(self._faults.straggler, dtype=bool)[ids]
+        if faults is not None:
+            cut = ~np.asarray(faults.link_up, dtype=bool)[ids]
+            cut |= np.asarray(faults.straggler, dtype=bool)[ids]
             gains[cut] = 0.0
         return gains

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -59,6 +59,7 @@ from fedgame.game.stackelberg import (
     optimal_reward,
     server_cost,
 )
+from fedgame.mechanisms.base import FaultDraw, Settlement
 from fedgame.mechanisms.incentive.belief import BeliefLeader, BeliefSpec, blind
 from fedgame.mechanisms.policy.market import rho_left
 from fedgame.views import (
@@ -172,13 +173,47 @@ class LeaderProblem:
     rules: GameRules
 
 
+@dataclass(frozen=True)
+class ContestTerms:
+    """What a contest leader fixed at its offer and reads again (``Offer.terms``): the
+    admitted ``players`` and the ``removed`` ids; by client id, the true ν (``nu``: the
+    settlement accounts at it), ν̂ of a leader with a belief (``believed``; None without),
+    |D_i| (``sizes``) and the zCDP budget left at the offer (``left``); ``solver``, the
+    (converged, residual) of the round's numeric solve."""
+
+    players: np.ndarray
+    removed: np.ndarray
+    nu: np.ndarray
+    sizes: np.ndarray
+    left: np.ndarray
+    believed: np.ndarray | None = None
+    solver: tuple[float, float] = (1.0, 0.0)
+
+
+def contest_terms(offer: Offer) -> ContestTerms:
+    """The offer's :class:`ContestTerms` (``ValueError`` when it was not a contest leader's)."""
+    if not isinstance(offer.terms, ContestTerms):
+        raise ValueError(
+            "a contest leader settles only the offer it made (Offer.terms is "
+            f"{type(offer.terms).__name__}, not ContestTerms)"
+        )
+    return offer.terms
+
+
 class GameIncentive:
-    """Base leader: player set, active set, reward-share payments and bookkeeping."""
+    """Base leader: player set, active set, reward-share payments and bookkeeping.
+
+    The round travels in the offer's :class:`ContestTerms` and the :class:`Settlement`;
+    kept on the leader are only its set-up (``prepare``) and its cross-round memory: the
+    belief (``beliefs``), ``last_sum_rho`` (the previous round's Σρ, in the next offer's
+    plan) and caches keyed by their inputs (``_params``, ``_active_cache``).
+    """
 
     round_columns: tuple[str, ...] = ROUND_COLUMNS
     client_columns: tuple[str, ...] = CLIENT_COLUMNS
     #: the offer is a Tullock contest with ``phi``/``quadratic``/``cap`` in its plan
     offers_contest = True
+    reports_outcome = True
     remove_infeasible = True
     quadratic = False
     cap = math.inf
@@ -189,23 +224,15 @@ class GameIncentive:
         self.dim = config.dim or 7850
         self.selection: EligibleSet | None = None
         self.rng: np.random.Generator | None = None
-        self.nu = np.zeros(0)  # by client id, the true values (settlement accounts at them)
-        self.believed = np.zeros(0)  # by client id, ν̂ of a leader with a belief
-        self.sizes = np.zeros(0)
-        self.removed = np.zeros(0, dtype=np.int64)
-        self.players = np.zeros(0, dtype=np.int64)
-        self.solver = (1.0, 0.0)  # (converged, residual) of the round's numeric solve
+        # cross-round memory: the previous round's Σρ (read by the next offer's plan)
         self.last_sum_rho = math.nan
-        self.left = np.zeros(0)  # by client id, the zCDP budget left when the offer was made
-        self._outcome: RoundOutcome | None = None
-        self._played: tuple[np.ndarray, np.ndarray, float] | None = None  # (ids, ρ, R) delivered
+        # caches keyed by their inputs
         self._active_cache: tuple[bytes, np.ndarray] | None = None
         self._params: tuple[GameConfig, int, int, ServerCostParams] | None = None
+        # cross-round memory: the belief about ν (incomplete information)
         self.beliefs = None if config.belief is None else BeliefLeader(config.belief)
         if self.beliefs is not None:
             self.client_columns = (*CLIENT_COLUMNS, "nu_believed")
-        self._round: dict[str, float] = {}
-        self._clients: dict[str, Any] = {}
 
     @staticmethod
     def check_scenario(config: GameConfig, scenario: Any, *, key: str) -> None:
@@ -257,15 +284,22 @@ class GameIncentive:
         """Whether the leader plays against a belief about ν (``belief`` set)."""
         return self.beliefs is not None
 
-    def believed_privacy_values(self) -> ClientValues:
-        """ν̂ the leader used this round, by player (its belief; empty without one)."""
-        if self.beliefs is None or not self.players.size:
+    def believed_privacy_values(self, offer: Offer) -> ClientValues:
+        """ν̂ the leader used in ``offer``, by player (its belief; empty without one)."""
+        terms = offer.terms
+        if not isinstance(terms, ContestTerms) or terms.believed is None:
             return ClientValues(np.zeros(0, np.int64), np.zeros(0))
-        return ClientValues(self.players, self.believed[self.players])
+        if not terms.players.size:
+            return ClientValues(np.zeros(0, np.int64), np.zeros(0))
+        return ClientValues(terms.players, terms.believed[terms.players])
 
     def choose_reward(self, problem: LeaderProblem, *, t: int) -> float:
         """R_t for the admitted players; subclasses implement it."""
         raise NotImplementedError
+
+    def priced(self, problem: LeaderProblem, *, t: int) -> tuple[float, tuple[float, float]]:
+        """R_t and the (converged, residual) of the solve that found it (closed forms: (1, 0))."""
+        return self.choose_reward(problem, t=t), (1.0, 0.0)
 
     def offer(self, market: MarketView, *, info: RoundInfo) -> Offer:
         """The round's offer. A leader with a belief first learns from the last round's
@@ -275,9 +309,9 @@ class GameIncentive:
             return self._decide(market, info=info)
         self.beliefs.learn(market.previous)
         offer = self._decide(blind(market), info=info)
-        self.believed = self.nu
-        self.nu = _by_id(ids_of(market.clients), column_of(market.clients, "privacy_value"))
-        return offer
+        terms = contest_terms(offer)
+        truth = _by_id(ids_of(market.clients), column_of(market.clients, "privacy_value"))
+        return replace(offer, terms=replace(terms, believed=terms.nu, nu=truth))
 
     def _decide(self, market: MarketView, *, info: RoundInfo) -> Offer:
         clients = market.clients
@@ -295,10 +329,7 @@ class GameIncentive:
         if self.beliefs is not None and self.beliefs.spec.explore > 0:
             admit_by = self.beliefs.optimistic(ids)
         chosen = self._admit(admit_by, sizes, players)
-        self.removed, self.players = ids[players & ~chosen], ids[chosen]
-        self.nu, self.sizes = _by_id(ids, nu), _by_id(ids, sizes)
-        self.left = _by_id(ids, left)
-        self.solver = (1.0, 0.0)
+        solver = (1.0, 0.0)
         reward = 0.0
         if chosen.sum() >= 2:
             problem = LeaderProblem(
@@ -309,7 +340,7 @@ class GameIncentive:
                 column_of(clients, "colluder", bool)[chosen],
                 market.game,
             )
-            reward = self.choose_reward(problem, t=max(info.round, 1))
+            reward, solver = self.priced(problem, t=max(info.round, 1))
             reward = capped_reward(reward, self.config.reward_cap)
         if self.beliefs is not None:  # the followers' contest: who can deliver (p > 0)
             asked = chosen & (column_of(clients, "straggle_prob") < 1.0)
@@ -330,7 +361,16 @@ class GameIncentive:
             "cap": self.cap,
             "sum_rho_prev": self.last_sum_rho,
         }
-        return Offer(reward=reward, plan=plan, excluded=frozenset(ids[~chosen].tolist()))
+        terms = ContestTerms(
+            players=ids[chosen],
+            removed=ids[players & ~chosen],
+            nu=_by_id(ids, nu),
+            sizes=_by_id(ids, sizes),
+            left=_by_id(ids, left),
+            solver=solver,
+        )
+        excluded = frozenset(ids[~chosen].tolist())
+        return Offer(reward=reward, plan=plan, excluded=excluded, terms=terms)
 
     def _admit(self, nu: np.ndarray, sizes: np.ndarray, players: np.ndarray) -> np.ndarray:
         """Mask of the admitted players (the paper's feasible set, or the optimal one)."""
@@ -403,43 +443,44 @@ class GameIncentive:
         return numeric_reward(cost, around=free)
 
     # ------------------------------------------------------------------ settlement
-    def settle(
-        self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
-    ) -> dict[int, float]:
+    def settle(self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo) -> Settlement:
+        """Reward shares (module doc), the round's outcome at the true ν and its columns."""
+        terms = contest_terms(offer)
         ids = ids_of(delivered)
         rho = column_of(delivered, "rho")
         rho = np.where(np.isfinite(rho), rho, 0.0)  # nan_to_num(nan=posinf=neginf=0), quicker
         total = float(rho.sum())
         pay = rho / total * offer.reward if total > 0 else np.zeros(rho.size)
-        nu = self.nu[ids] if ids.size else np.zeros(0)
+        nu = terms.nu[ids] if ids.size else np.zeros(0)
         cost = self.config.phi * nu * (rho**2 if self.quadratic else rho)
         acc = pay_term = math.nan
         if total > 0:
             sc = server_cost(
                 offer.reward,
                 rho=rho,
-                data_sizes=np.maximum(self.sizes[ids], 1.0),
+                data_sizes=np.maximum(terms.sizes[ids], 1.0),
                 t=min(max(info.round, 1), self.rounds),
                 params=self.params(),
             )
             acc, pay_term = sc.accuracy, sc.payment
-        self.last_sum_rho = total
-        self._round = {
+        self.last_sum_rho = total  # cross-round memory (the next offer's plan)
+        removed, players = terms.removed, terms.players
+        round_metrics = {
             "reward": offer.reward,
             "sum_rho": total,
-            "players": float(self.players.size),
+            "players": float(players.size),
             "server_cost_accuracy": acc,
             "server_cost_payment": pay_term,
             "server_cost": acc + pay_term,
             "payments_total": float(pay.sum()),
             "welfare": float((pay - cost).sum()) - (acc + pay_term),
-            "removed_for_feasibility": float(self.removed.size),
-            "solver_converged": self.solver[0],
-            "solver_residual": self.solver[1],
+            "removed_for_feasibility": float(removed.size),
+            "solver_converged": terms.solver[0],
+            "solver_residual": terms.solver[1],
         }
-        marked = np.concatenate([self.removed, self.players])
-        flags = np.concatenate([np.ones(self.removed.size), np.zeros(self.players.size)])
-        self._clients = {
+        marked = np.concatenate([removed, players])
+        flags = np.concatenate([np.ones(removed.size), np.zeros(players.size)])
+        client_metrics: dict[str, Any] = {
             "rho": ClientValues(ids, rho),
             "payment": ClientValues(ids, pay),
             "privacy_cost": ClientValues(ids, cost),
@@ -447,43 +488,51 @@ class GameIncentive:
             "removed": ClientValues(marked, flags),
         }
         if self.beliefs is not None:
-            self._clients["nu_believed"] = self.believed_privacy_values()
-        self._outcome = RoundOutcome(ids, rho, pay, cost) if ids.size else None
-        self._played = (ids, rho, float(offer.reward))
-        return dict(zip(ids.tolist(), pay.tolist()))
+            client_metrics["nu_believed"] = self.believed_privacy_values(offer)
+        # the outcome (``ReportsOutcome``): the delivered clients, units = their ρ, payments =
+        # their reward shares, true cost φ·ν_i·c(ρ_i) at the true ν (a leader with a belief
+        # is accounted at the true values too); None when nobody delivered
+        outcome = RoundOutcome(ids, rho, pay, cost) if ids.size else None
+        return Settlement(
+            dict(zip(ids.tolist(), pay.tolist())), offer, outcome, round_metrics, client_metrics
+        )
 
     # ------------------------------------------------------------------ economics
-    def outcome(self) -> RoundOutcome | None:
-        """The round's purchase (``ReportsOutcome``): the delivered clients, units = their ρ,
-        payments = their reward shares, true cost φ·ν_i·c(ρ_i) at the true ν (a leader with a
-        belief is accounted at the true values too); None when nobody delivered."""
-        return self._outcome
-
-    def deviation_gains(self, ids: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+    def deviation_gains(
+        self,
+        ids: np.ndarray,
+        *,
+        settlement: Settlement,
+        faults: FaultDraw | None = None,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
         """Ex-post regret of each of ``ids`` (``MeasuresDeviation``): its best-response utility
-        against the other delivered clients' played ρ, within min(cap, its budget left at the
-        offer), minus its realised utility (:func:`fedgame.game.economics.
-        contest_deviation_gains`); 0 for a client whose update was not delivered. No draw from
-        ``rng``.
+        against the other delivered clients' played ρ (the settlement's outcome), within
+        min(cap, its budget left at the offer), minus its realised utility
+        (:func:`fedgame.game.economics.contest_deviation_gains`); 0 for a client whose update
+        was not delivered. No draw from ``rng``; ``faults`` is not needed (a client that did
+        not deliver has no played ρ).
         """
-        del rng
+        del rng, faults
         ids = np.asarray(ids, dtype=np.int64)
         gains = np.zeros(ids.size)
-        if self._played is None or not ids.size:
+        outcome = settlement.outcome
+        if outcome is None or not ids.size:
             return gains
-        played, rho, reward = self._played
+        played, rho, reward = outcome.ids, outcome.units, float(settlement.offer.reward)
         if not played.size:
             return gains
+        terms = contest_terms(settlement.offer)
         order = np.argsort(played, kind="stable")
         at = np.searchsorted(played, ids, sorter=order)
         at = np.minimum(at, played.size - 1)
         found = played[order[at]] == ids
         if not found.any():
             return gains
-        caps = np.minimum(self.left[played], self.cap)
+        caps = np.minimum(terms.left[played], self.cap)
         gains[found] = contest_deviation_gains(
             rho,
-            self.nu[played],
+            terms.nu[played],
             reward=reward,
             phi=self.config.phi,
             quadratic=self.quadratic,
@@ -491,12 +540,6 @@ class GameIncentive:
             which=order[at[found]],
         )
         return gains
-
-    def round_metrics(self) -> dict[str, float]:
-        return dict(self._round)
-
-    def client_metrics(self) -> dict[str, Any]:
-        return dict(self._clients)
 
 
 def _by_id(ids: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from pydantic import Field, PositiveFloat, model_validator
 from fedgame import reads
 from fedgame.game.belief import PrivacyValueBelief
 from fedgame.game.posted_price import optimal_price, revealed_privacy_values, supply
+from fedgame.mechanisms.base import Cleared, FaultDraw, Settlement
 from fedgame.mechanisms.incentive.belief import BeliefSpec
 from fedgame.mechanisms.incentive.buyer import BUYER_COLUMNS, Buyer, BuyerConfig
 from fedgame.mechanisms.policy.market import rho_left
@@ -77,9 +78,36 @@ class PriceObservation:
         return self.nu, self.kind
 
 
+@dataclass(frozen=True)
+class PriceTerms:
+    """What the posted-price leader fixed at its offer (``Offer.terms``): the ``price``, the
+    ids ``offered`` it and their capacities ``caps`` (aligned), ``nu_error`` (the rounds
+    column), and, once the market is cleared, every client's ``responses``."""
+
+    price: float
+    offered: np.ndarray
+    caps: np.ndarray
+    nu_error: float
+    responses: Responses | None = None
+
+
+def price_terms(offer: Offer) -> PriceTerms:
+    """The offer's :class:`PriceTerms` (``ValueError`` when it was not a posted price's)."""
+    if not isinstance(offer.terms, PriceTerms):
+        raise ValueError(
+            "a posted price settles only the offer it made (Offer.terms is "
+            f"{type(offer.terms).__name__}, not PriceTerms)"
+        )
+    return offer.terms
+
+
 @register("incentive", "optimal_price", reads=(reads.PRIVACY_VALUE, *reads.BUDGET))
 class OptimalPrice(Buyer):
-    """Posts the Eq. 15-minimising price per unit ρ; pays p·ρ_i to every delivered seller."""
+    """Posts the Eq. 15-minimising price per unit ρ; pays p·ρ_i to every delivered seller.
+
+    Cross-round memory: the belief about ν (``belief``), updated when the market clears
+    from what each offered client sold.
+    """
 
     Config = PostedPriceConfig
     example = Example({"cap": 0.05}, needs={"policy": {"kind": "seller"}})
@@ -91,10 +119,6 @@ class OptimalPrice(Buyer):
         super().__init__(config)
         self.cap = math.inf if config.cap is None else float(config.cap)
         self.belief: PrivacyValueBelief | None = None
-        self.price = 0.0
-        self.offered = np.zeros(0, dtype=np.int64)
-        self.caps = np.zeros(0)
-        self.responses: Responses | None = None
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         super().prepare(ctx, rng=rng)
@@ -107,90 +131,103 @@ class OptimalPrice(Buyer):
 
     def offer(self, market: MarketView, *, info: RoundInfo) -> Offer:
         c = self.config
-        if self.belief is not None and self.responses is not None:
-            self._learn(self.responses)
         clients = market.clients
         ids = ids_of(clients)
         caps = self.capacities(clients)
-        offered = column_of(clients, "reachable", bool) & (caps >= c.min_rho)
-        self.offered, self.caps = ids[offered], caps[offered]
+        mask = column_of(clients, "reachable", bool) & (caps >= c.min_rho)
+        offered, caps = ids[mask], caps[mask]
         if self.belief is not None:
-            nu = self.belief.estimate()[self.offered]
-            truth = self.nu[self.offered]
+            nu = self.belief.estimate()[offered]
+            truth = self.nu[offered]
             error = float(np.mean(np.abs(np.log(nu / truth)))) if nu.size else math.nan
         else:
-            nu, error = column_of(clients, "privacy_value")[offered], 0.0
+            nu, error = column_of(clients, "privacy_value")[mask], 0.0
         if c.price is not None:
-            self.price = float(c.price)
-        elif self.offered.size:
+            price = float(c.price)
+        elif offered.size:
             found = optimal_price(
                 nu,
-                self.caps,
-                self.sizes[self.offered],
+                caps,
+                self.sizes[offered],
                 phi=c.phi,
                 quadratic=self.quadratic,
                 t=min(max(info.round, 1), self.rounds),
                 params=self.params(),
             )
-            self.price = found.price
+            price = found.price
         else:
-            self.price = 0.0
-        self.responses = None
-        self._round = {"price": self.price, "nu_error": error}
+            price = 0.0
         plan = {
-            "price": self.price,
+            "price": price,
             "phi": c.phi,
             "quadratic": float(self.quadratic),
             "cap": self.cap,
         }
-        return Offer(reward=self.price * float(self.caps.sum()), plan=plan)
+        terms = PriceTerms(price, offered, caps, error)
+        return Offer(reward=price * float(caps.sum()), plan=plan, terms=terms)
 
-    def clear(self, offer: Offer, responses: Responses, *, info: RoundInfo) -> np.ndarray:
-        """At a posted price every client that accepts it sells (the responses are kept for
-        the belief and the deviation search)."""
-        self.responses = responses
-        return responses.ids[responses.participate]
+    def clear(self, offer: Offer, responses: Responses, *, info: RoundInfo) -> Cleared:
+        """At a posted price every client that accepts it sells; the responses join the
+        offer's terms (the deviation search reads them) and teach the belief."""
+        terms = replace(price_terms(offer), responses=responses)
+        if self.belief is not None:
+            self._learn(terms)
+        winners = responses.ids[responses.participate]
+        return Cleared(winners, replace(offer, terms=terms))
 
-    def _learn(self, responses: Responses) -> None:
-        assert self.belief is not None
-        rho = responses.rho[self.offered]
-        declined = ~responses.participate[self.offered]
-        priced_out = declined & (responses.reason[self.offered] == "price")
+    def _learn(self, terms: PriceTerms) -> None:
+        """The belief observes what each offered client sold at the price (cross-round)."""
+        assert self.belief is not None and terms.responses is not None
+        responses, offered = terms.responses, terms.offered
+        rho = responses.rho[offered]
+        declined = ~responses.participate[offered]
+        priced_out = declined & (responses.reason[offered] == "price")
         rho = np.where(priced_out, 0.0, np.where(declined, np.nan, rho))
         nu, kind = revealed_privacy_values(
-            self.price, rho, self.caps, phi=self.config.phi, quadratic=self.quadratic
+            terms.price, rho, terms.caps, phi=self.config.phi, quadratic=self.quadratic
         )
-        self.belief.observe(PriceObservation(self.offered, nu, kind))  # type: ignore[arg-type]
+        self.belief.observe(PriceObservation(offered, nu, kind))  # type: ignore[arg-type]
 
-    def settle(
-        self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
-    ) -> dict[int, float]:
+    def settle(self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo) -> Settlement:
+        terms = price_terms(offer)
         ids = ids_of(delivered)
         rho = column_of(delivered, "rho")
         rho = np.where(np.isfinite(rho) & (rho > 0), rho, 0.0)
         pay = float(offer.plan.get("price", 0.0)) * rho
-        self._round.update(self.account(ids, rho, pay, t=info.round))
-        return dict(zip(ids.tolist(), pay.tolist(), strict=True))
+        outcome, columns = self.account(ids, rho, pay, t=info.round)
+        metrics = {"price": terms.price, "nu_error": terms.nu_error, **columns}
+        payments = dict(zip(ids.tolist(), pay.tolist(), strict=True))
+        return Settlement(payments, offer, outcome, metrics)
 
-    def deviation_gains(self, ids: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+    def deviation_gains(
+        self,
+        ids: np.ndarray,
+        *,
+        settlement: Settlement,
+        faults: FaultDraw | None = None,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
         """Best profit p·ρ − φν_i·c(ρ) over ρ ∈ [0, q_i] (the supply, exact) minus that of the
-        ρ it offered (0 when it declined); clients not offered the price gain 0."""
-        del rng
+        ρ it offered (0 when it declined); clients not offered the price gain 0. Reads the
+        settled offer's terms (price, capacities, the cleared responses)."""
+        del rng, faults
         ids = np.asarray(ids, dtype=np.int64)
         gains = np.zeros(ids.size)
-        if self.responses is None or not self.offered.size:
+        terms = price_terms(settlement.offer)
+        responses, offered, price = terms.responses, terms.offered, terms.price
+        if responses is None or not offered.size:
             return gains
-        where = np.searchsorted(self.offered, ids)
-        where = np.minimum(where, self.offered.size - 1)
-        inside = self.offered[where] == ids
+        where = np.searchsorted(offered, ids)
+        where = np.minimum(where, offered.size - 1)
+        inside = offered[where] == ids
         if not inside.any():
             return gains
         at = ids[inside]
-        caps = self.caps[where[inside]]
-        best = supply(self.price, self.nu[at], caps, phi=self.config.phi, quadratic=self.quadratic)
-        taken = self.responses.rho[at]
-        taken = np.where(self.responses.participate[at] & np.isfinite(taken), taken, 0.0)
-        profit_best = self.price * best - self.true_cost(at, best)
-        profit_taken = self.price * taken - self.true_cost(at, taken)
+        caps = terms.caps[where[inside]]
+        best = supply(price, self.nu[at], caps, phi=self.config.phi, quadratic=self.quadratic)
+        taken = responses.rho[at]
+        taken = np.where(responses.participate[at] & np.isfinite(taken), taken, 0.0)
+        profit_best = price * best - self.true_cost(at, best)
+        profit_taken = price * taken - self.true_cost(at, taken)
         gains[inside] = np.maximum(profit_best - profit_taken, 0.0)
         return gains

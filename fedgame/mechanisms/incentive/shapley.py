@@ -29,6 +29,7 @@ from fedgame.game.shapley import (
     shapley_shares,
     tmc_shapley,
 )
+from fedgame.mechanisms.base import FaultDraw, Settlement, Valuation
 from fedgame.registry import Example, register
 from fedgame.views import (
     ClientValues,
@@ -87,7 +88,8 @@ class ShapleyPayments:
     """Pays R·φ_i⁺/Σ_j φ_j⁺ to the delivered clients, φ their estimated Shapley values.
 
     Declares ``ValuesContributions`` (the model hands it the round's coalition evaluator in
-    phase 8; the estimate is kept as ``RoundState.contributions``), ``ReportsOutcome``
+    phase 8; the estimate is kept as ``RoundState.contributions`` and reaches ``settle`` as
+    its ``valuation``), ``ReportsOutcome``
     (units: the delivered ρ_i, 0 without one; true cost φ·ν_i·c(ρ_i)) and
     ``MeasuresDeviation`` (only the deviation to declining is searched: a lower bound on
     the regret, see :meth:`deviation_gains`).
@@ -104,16 +106,11 @@ class ShapleyPayments:
     )
     round_columns = ("shapley_sum", "shapley_evals", "shapley_s", "payments_total", "sum_rho")
     client_columns = ("shapley",)
+    reports_outcome = True
 
     def __init__(self, config: ShapleyConfig) -> None:
         self.config = config
-        self.nu = np.zeros(0)
-        self.phi: dict[int, float] = {}
-        self._estimate: ShapleyEstimate | None = None
-        self._seconds = math.nan
-        self._outcome: RoundOutcome | None = None
-        self._round: dict[str, float] = {}
-        self._clients: ClientValues | None = None
+        self.nu = np.zeros(0)  # set in prepare; no cross-round memory
 
     def prepare(self, ctx: SetupContext, *, rng: np.random.Generator) -> None:
         """Once before round 1: ν by client id (the true costs of the economics columns)."""
@@ -121,7 +118,6 @@ class ShapleyPayments:
         self.nu[ids_of(ctx.clients)] = column_of(ctx.clients, "privacy_value")
 
     def offer(self, market: MarketView, *, info: RoundInfo) -> Offer:
-        self.phi, self._estimate, self._seconds = {}, None, math.nan
         return Offer(reward=self.config.reward, plan={"reward": self.config.reward})
 
     def estimate(
@@ -154,62 +150,69 @@ class ShapleyPayments:
         *,
         info: RoundInfo,
         rng: np.random.Generator,
-    ) -> dict[int, float]:
-        """φ_i of each delivered client (phase 8, before the aggregate is applied)."""
+    ) -> Valuation:
+        """φ_i of each delivered client (phase 8, before the aggregate is applied), with the
+        estimate's ``shapley_evals`` (coalitions evaluated) and ``shapley_s`` (seconds)."""
         c = self.config
         started = time.perf_counter()
         found = self.estimate(
             evaluator.using(metric=c.value, samples=c.samples, chunk=c.chunk), rng=rng
         )
-        self._seconds = time.perf_counter() - started
-        self._estimate = found
-        self.phi = dict(zip(np.asarray(ids).tolist(), found.phi.tolist(), strict=True))
-        return dict(self.phi)
+        seconds = time.perf_counter() - started
+        phi = dict(zip(np.asarray(ids).tolist(), found.phi.tolist(), strict=True))
+        metrics = {"shapley_evals": float(found.evaluations), "shapley_s": seconds}
+        return Valuation(phi, metrics)
 
     def settle(
-        self, offer: Offer, delivered: Sequence[Response], *, info: RoundInfo
-    ) -> dict[int, float]:
+        self,
+        offer: Offer,
+        delivered: Sequence[Response],
+        *,
+        info: RoundInfo,
+        valuation: Valuation | None = None,
+    ) -> Settlement:
+        """Pays R·φ_i⁺/Σ_j φ_j⁺ by the round's ``valuation`` (nothing without one)."""
+        values = {} if valuation is None else valuation.contributions
         ids = ids_of(delivered)
-        phi = np.array([self.phi.get(i, 0.0) for i in ids.tolist()])
-        pay = shapley_shares(phi, reward=self.config.reward) if self.phi else np.zeros(ids.size)
+        phi = np.array([values.get(i, 0.0) for i in ids.tolist()])
+        pay = shapley_shares(phi, reward=self.config.reward) if values else np.zeros(ids.size)
         rho = column_of(delivered, "rho")
         units = np.where(np.isfinite(rho) & (rho > 0), rho, 0.0)
         true_cost = self.config.phi * self.nu[ids] * cost_of(units, self.config.cost)
-        self._outcome = RoundOutcome(ids, units, pay, true_cost, None)
-        self._clients = ClientValues(ids, phi) if self.phi else None
-        est = self._estimate
-        self._round = {
-            "shapley_sum": float(phi.sum()) if self.phi else math.nan,
-            "shapley_evals": float(est.evaluations) if est is not None else 0.0,
-            "shapley_s": self._seconds,
+        # the outcome: the round's deliveries, units ρ_i, Shapley payments, true costs
+        outcome = RoundOutcome(ids, units, pay, true_cost, None)
+        found = valuation.metrics if valuation is not None else {}
+        metrics = {
+            "shapley_sum": float(phi.sum()) if values else math.nan,
+            "shapley_evals": float(found.get("shapley_evals", 0.0)),
+            "shapley_s": float(found.get("shapley_s", math.nan)),
             "payments_total": float(pay.sum()),
             "sum_rho": float(units.sum()),
         }
-        return dict(zip(ids.tolist(), pay.tolist(), strict=True))
+        shapley = dict(ClientValues(ids, phi)) if values else {}
+        payments = dict(zip(ids.tolist(), pay.tolist(), strict=True))
+        return Settlement(payments, offer, outcome, metrics, {"shapley": shapley})
 
-    def round_metrics(self) -> dict[str, float]:
-        return dict(self._round)
-
-    def client_metrics(self) -> dict[str, dict[int, float]]:
-        found = {} if self._clients is None else dict(self._clients)
-        self._clients = None
-        return {"shapley": found}
-
-    def outcome(self) -> RoundOutcome | None:
-        """The round's deliveries: units ρ_i, Shapley payments, true costs φ·ν_i·c(ρ_i)."""
-        return self._outcome
-
-    def deviation_gains(self, ids: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+    def deviation_gains(
+        self,
+        ids: np.ndarray,
+        *,
+        settlement: Settlement,
+        faults: FaultDraw | None = None,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
         """Gain of declining: max(0, true cost − payment) of each delivered client, 0 else.
 
         A lower bound on the ex-post regret: the other deviation the family allows, another
         ρ, changes the client's noised update and so every coalition value; measuring it
         needs the update re-noised at that ρ (the privacy mechanism's noise, which the
         incentive does not see) and a new Shapley estimate per grid point. It is not searched.
+        Reads the settlement's outcome.
         """
+        del rng, faults
         ids = np.asarray(ids, dtype=np.int64)
         gains = np.zeros(ids.size)
-        o = self._outcome
+        o = settlement.outcome
         if o is None or o.ids.size == 0:
             return gains
         where = {int(c): j for j, c in enumerate(o.ids.tolist())}

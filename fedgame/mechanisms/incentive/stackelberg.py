@@ -76,6 +76,10 @@ class NumericStackelberg(GameIncentive):
         )
 
     def choose_reward(self, problem: LeaderProblem, *, t: int) -> float:
+        return self.priced(problem, t=t)[0]
+
+    def priced(self, problem: LeaderProblem, *, t: int) -> tuple[float, tuple[float, float]]:
+        """The searched R_t and the (converged, residual) of the followers' solve at it."""
         nu, sizes = problem.nu, problem.sizes
         params = self.params()
         t = min(t, params.rounds)
@@ -88,7 +92,6 @@ class NumericStackelberg(GameIncentive):
 
         best = solve_leader(cost, bounds=(self.config.r_min, self.config.r_max), xatol=1e-6)
         eq = self.equilibrium(nu, best.reward)
-        self.solver = (float(eq.converged), eq.residual)
         if not eq.converged:
             warnings.warn(
                 f"incentive 'stackelberg': follower best responses did not converge in round {t} "
@@ -96,4 +99,4 @@ class NumericStackelberg(GameIncentive):
                 "last iterate",
                 stacklevel=2,
             )
-        return best.reward
+        return best.reward, (float(eq.converged), eq.residual)

@@ -38,6 +38,16 @@ def run(data: dict, rounds: int, each=None) -> FedGameModel:
     return model
 
 
+def regret(model: FedGameModel) -> np.ndarray:
+    """The round's deviation gains of every client, from the round's settlement."""
+    return model.server.incentive.deviation_gains(
+        np.arange(12),
+        settlement=model.server.settlement,
+        faults=model.state.faults,
+        rng=np.random.default_rng(0),
+    )
+
+
 @pytest.mark.parametrize("kind", ["threshold_auction", "first_price_auction"])
 def test_an_auction_trains_only_its_k_winners_at_the_unit(tiny, kind):
     data = market(tiny, {"kind": kind, "winners": 4, "rho": 0.05, "reserve": 3.0},
@@ -64,11 +74,11 @@ def test_an_auction_trains_only_its_k_winners_at_the_unit(tiny, kind):
         want = np.where(won, 0.05 * np.broadcast_to(price, bids.shape), 0.0)
         np.testing.assert_allclose(t.reward, want)
         assert np.all(t.reward[won] >= 0.05 * bids[won] - 1e-12)  # IR at the bid
-        out = leader.outcome()
+        out = model.server.settlement.outcome
         np.testing.assert_allclose(out.payments.sum(), t.reward.sum())
         np.testing.assert_allclose(out.true_cost, 0.05 * cost[out.ids])
         np.testing.assert_allclose(out.reported_cost, bids[out.ids])
-        gains = leader.deviation_gains(np.arange(12), rng=np.random.default_rng(0))
+        gains = regret(model)
         seen.append(gains)
         assert model.extra["winners"] == 4 and model.extra["shading"] == pytest.approx(0.0)
 
@@ -125,7 +135,6 @@ def test_a_posted_price_buys_each_sellers_supply_and_pays_the_price(tiny):
 
     def check(model: FedGameModel) -> None:
         t = model.table
-        leader = model.server.incentive
         price = model.extra["price"]
         assert price > 0
         want = supply(price, t.privacy_value, 0.05, phi=1.0, quadratic=True)
@@ -134,9 +143,9 @@ def test_a_posted_price_buys_each_sellers_supply_and_pays_the_price(tiny):
         np.testing.assert_allclose(t.reward[sold], price * want[sold])
         std = np.sqrt(2 / want[sold]) / t.dataset_size[sold]
         np.testing.assert_allclose(t.noise_std[sold], std)
-        out = leader.outcome()
+        out = model.server.settlement.outcome
         np.testing.assert_allclose(out.true_cost, t.privacy_value[out.ids] * out.units**2)
-        gains = leader.deviation_gains(np.arange(12), rng=np.random.default_rng(0))
+        gains = regret(model)
         assert np.all(gains <= 1e-12)  # a price taker's supply is its best response
 
     run(data, 3, check)
@@ -168,7 +177,7 @@ def test_a_budget_feasible_auction_never_spends_past_its_budget(tiny):
         assert k == len(ordered) or ordered[k] > 0.1 / 0.05 / (k + 1)  # and k* is the largest
         assert t.reward.sum() <= 0.1 * (1 + 1e-12)
         assert np.all(t.reward[won] >= 0.05 * bids[won] - 1e-12)
-        gains = model.server.incentive.deviation_gains(np.arange(12), rng=np.random.default_rng(0))
+        gains = regret(model)
         assert np.all(gains <= 1e-12)
 
     run(data, 3, check)

@@ -37,7 +37,7 @@ def run(data, rounds=3):
 
     def settle(self, offer, delivered, *, info):
         out = original(self, offer, delivered, info=info)
-        spied.append((offer, list(delivered), out))
+        spied.append((offer, list(delivered), out.payments))
         return out
 
     Contract.settle = settle
@@ -46,7 +46,14 @@ def run(data, rounds=3):
         for _ in range(rounds):
             model.step()
             ids = np.arange(len(model.clients))
-            gains.append(model.server.incentive.deviation_gains(ids, rng=np.random.default_rng(0)))
+            gains.append(
+                model.server.incentive.deviation_gains(
+                    ids,
+                    settlement=model.server.settlement,
+                    faults=model.state.faults,
+                    rng=np.random.default_rng(0),
+                )
+            )
     finally:
         Contract.settle = original
     return model, spied, gains

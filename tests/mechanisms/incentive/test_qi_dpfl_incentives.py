@@ -11,7 +11,7 @@ from fedgame.game.stackelberg import (
     follower_equilibrium,
     optimal_reward,
 )
-from fedgame.mechanisms.incentive.game import CLIENT_COLUMNS, ROUND_COLUMNS
+from fedgame.mechanisms.incentive.game import CLIENT_COLUMNS, ROUND_COLUMNS, ContestTerms
 from fedgame.mechanisms.incentive.qi_dpfl import QiDpfl
 from fedgame.run.single import simulate
 from fedgame.scenario.load import validate
@@ -88,9 +88,9 @@ def test_infeasible_clients_are_removed_and_excluded():
     a = accuracy_constant(np.ones(3), np.full(3, 100.0), phi=1.0, params=params)
     assert offer.reward == pytest.approx(optimal_reward(a, t=1, params=params))
     rho = follower_equilibrium(np.ones(3), reward=offer.reward, phi=1.0)
-    pay = inc.settle(offer, [Response(i, True, rho=r) for i, r in enumerate(rho)], info=info)
-    assert sum(pay.values()) == pytest.approx(offer.reward)
-    metrics, per_client = inc.round_metrics(), inc.client_metrics()
+    settled = inc.settle(offer, [Response(i, True, rho=r) for i, r in enumerate(rho)], info=info)
+    assert sum(settled.payments.values()) == pytest.approx(offer.reward)
+    metrics, per_client = settled.round_metrics, settled.client_metrics
     assert metrics["removed_for_feasibility"] == 1.0
     assert dict(per_client["removed"]) == {3: 1.0, 0: 0.0, 1: 0.0, 2: 0.0}
 
@@ -101,12 +101,17 @@ def test_payments_are_shares_over_delivered_only():
         SetupContext(num_clients=3, rounds=5, clients=(), planned_participations=5),
         rng=np.random.default_rng(0),
     )
-    offer = Offer(reward=6.0)
-    inc.nu, inc.sizes = np.ones(2), np.full(2, 10.0)
-    pay = inc.settle(
-        offer, [Response(0, True, rho=1.0), Response(1, True, rho=2.0)], info=RoundInfo(1, 5, 3)
-    )
-    assert pay == pytest.approx({0: 2.0, 1: 4.0})
+    ids = np.arange(2)
+    terms = ContestTerms(ids, ids[:0], np.ones(2), np.full(2, 10.0), np.full(2, np.inf))
+    offer = Offer(reward=6.0, terms=terms)
+    delivered = [Response(0, True, rho=1.0), Response(1, True, rho=2.0)]
+    settled = inc.settle(offer, delivered, info=RoundInfo(1, 5, 3))
+    assert settled.payments == pytest.approx({0: 2.0, 1: 4.0})
+    assert settled.offer is offer
+    np.testing.assert_allclose(settled.outcome.payments, [2.0, 4.0])
+    np.testing.assert_allclose(settled.outcome.true_cost, [1.0, 2.0])  # φ·ν·ρ, φ = ν = 1
+    with pytest.raises(ValueError, match="ContestTerms"):
+        inc.settle(Offer(reward=6.0), delivered, info=RoundInfo(1, 5, 3))
 
 
 @pytest.mark.parametrize(

@@ -62,9 +62,12 @@ def test_regret_of_declining_is_the_unpaid_cost(tiny):
     model = FedGameModel(scenario(tiny, estimator="exact"))
     model.step()
     incentive = model.server.incentive
-    out = incentive.outcome()
+    settlement = model.server.settlement
+    out = settlement.outcome
     ids = np.arange(len(model.clients))
-    gains = incentive.deviation_gains(ids, rng=np.random.default_rng(0))
+    gains = incentive.deviation_gains(
+        ids, settlement=settlement, faults=model.state.faults, rng=np.random.default_rng(0)
+    )
     nu = model.table.column("privacy_value")
     for j, i in enumerate(out.ids.tolist()):
         cost = nu[i] * 0.5  # φ = 1, c(ρ) = ρ = 0.5
