@@ -54,10 +54,19 @@ which the model prefers), :class:`SelectionPolicy`, :class:`Aggregator`,
 its responses name (``"default"``: none; ``"rho"``; ``"epsilon"``); validation refuses a
 privacy mechanism whose noise does not follow it (its ``follows``).
 
+**A plug-in keeps nothing of the round on** ``self``: a phase returns what it measured with
+its result, for the columns it declares (:class:`DeclaresRoundColumns` ``round_columns``,
+:class:`DeclaresClientColumns` ``client_columns``). ``select``, ``aggregate``, ``privatise``
+and ``finalise`` may return ``(result, metrics)`` (:func:`split_metrics` reads either form);
+a batched policy's ``respond_all`` ``(responses, client_metrics)``; an incentive's ``settle``
+a :class:`Settlement`; a fault model's client columns come from its draw
+(:class:`ReportsDraw`: ``draw_metrics(draw)``). Cross-round memory (a belief, a learning
+rule's state, a plan made in ``prepare``) is the plug-in's own.
+
 **Optional capabilities**, checked once when the model is built: :class:`Preparable`
 (``prepare``), :class:`ReportsRounds` / :class:`ReportsClients` (``round_columns`` /
-``client_columns`` and the metrics that fill them; an incentive declares the columns and
-fills them from its :class:`Settlement`), :class:`ObservesFaults` (told the round's
+``client_columns`` filled by ``round_metrics()`` / ``client_metrics()`` when the round is
+collected: the older form, still read), :class:`ObservesFaults` (told the round's
 fault draw after the uploads) and :class:`OffersContest` (an incentive whose offer is a
 Tullock contest: the model then adds the game diagnostics and the ``no_market`` check),
 :class:`ClearsMarket` (an incentive that allocates after the bids, an auction: ``clear``
@@ -69,8 +78,7 @@ delivered updates before they are applied, e.g. Shapley payments, and returns a
 A privacy mechanism may declare :class:`FinalisesAggregate` (server-side noise on the
 aggregate after phase 8, central mechanisms) and :class:`ReportsRelease` (columns computed
 from the round's plan, its faults included, when the round is collected); its ``privatise``
-and ``finalise`` may return ``(result, metrics)`` instead of keeping the round's numbers on
-``self``, and :func:`split_metrics` reads either form.
+and ``finalise`` return their metrics as above.
 
 **Economics** (docs/economics.md): an incentive that declares :class:`ReportsOutcome`
 (``reports_outcome = True``) puts each round's :class:`RoundOutcome` (privacy bought,
@@ -109,6 +117,8 @@ from fedgame.mechanisms.base import (
     Cleared,
     ClearsMarket,
     ClientPolicy,
+    DeclaresClientColumns,
+    DeclaresRoundColumns,
     FaultDraw,
     FaultModel,
     IncentiveMechanism,
@@ -116,6 +126,7 @@ from fedgame.mechanisms.base import (
     ObservesFaults,
     Preparable,
     ReportsClients,
+    ReportsDraw,
     ReportsOutcome,
     ReportsRounds,
     SelectionPolicy,
@@ -188,6 +199,9 @@ __all__ = [  # noqa: RUF022
     "Preparable",
     "ReportsRounds",
     "ReportsClients",
+    "ReportsDraw",
+    "DeclaresRoundColumns",
+    "DeclaresClientColumns",
     "ObservesFaults",
     "OffersContest",
     "ClearsMarket",

@@ -245,15 +245,15 @@ class PriceTaker:
 
     def __init__(self, config: PriceTakerConfig) -> None:
         self.min_rho = config.min_rho
-        self._offered: dict[int, float] = {}
 
     def respond(self, offer: Offer, *, me: ClientView, market: MarketView) -> Response:
-        return self.respond_all(offer, clients=(me,), market=market)[0]
+        return self.respond_all(offer, clients=(me,), market=market)[0][0]
 
     def respond_all(
         self, offer: Offer, *, clients: Sequence[ClientView], market: MarketView
-    ) -> Responses:
-        """Every client of ``clients`` at once (the model prefers this to ``respond``)."""
+    ) -> tuple[Responses, dict[str, dict[int, float]]]:
+        """Every client of ``clients`` at once (the model prefers this to ``respond``), with
+        its ``rho_offered`` column: each taker's ρ_i."""
         price = float(offer.plan.get("price", 0.0))
         nu = column_of(clients, "privacy_value")
         left = rho_left(clients)
@@ -263,9 +263,6 @@ class PriceTaker:
         take = ~broke & ~cheap
         reason = np.where(broke, "budget", np.where(cheap, "price", "")).astype(object)
         ids = ids_of(clients)
-        self._offered.update(zip(ids[take].tolist(), rho[take].tolist()))
-        return Responses(ids, take, rho=np.where(take, rho, math.nan), reason=reason)
-
-    def client_metrics(self) -> dict[str, dict[int, float]]:
-        offered, self._offered = self._offered, {}
-        return {"rho_offered": offered}
+        offered = dict(zip(ids[take].tolist(), rho[take].tolist()))
+        answers = Responses(ids, take, rho=np.where(take, rho, math.nan), reason=reason)
+        return answers, {"rho_offered": offered}
