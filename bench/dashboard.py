@@ -139,7 +139,7 @@ def main() -> None:
                                     args=["--no-sandbox"])  # fmt: skip
         for n in args.clients:
             sets = [f"population.clients={n}", *args.sets]
-            got = measure(browser, args.scenario, sets, args.steps, Path(tmp))
+            got = measure(browser, str(Path(args.scenario).resolve()), sets, args.steps, Path(tmp))
             print(
                 f"{n:4d} clients: first page {got['first']:.1f} s ({got['cpu']:.1f} s of CPU in "
                 f"the dashboard's process); step (median of "
