@@ -216,6 +216,7 @@ class ClientTableCollector(mesa.DataCollector):
     ) -> None:
         names = [*ROUND_COLUMNS, *(c for c in round_extra if c not in ROUND_COLUMNS)]
         super().__init__(model_reporters={name: _summary_reporter(name) for name in names})
+        self._round_names = frozenset(names)
         if clients not in CLIENT_MODES:
             raise ValueError(f"clients must be one of {', '.join(CLIENT_MODES)}, not {clients!r}")
         self.table = table
@@ -237,9 +238,18 @@ class ClientTableCollector(mesa.DataCollector):
         return self._agent_ids
 
     def collect(self, model: Any) -> None:
-        """Record the round's row and a copy of the client columns, at ``model.steps``."""
+        """Record the round's row and a copy of the client columns, at ``model.steps``.
+
+        ``RuntimeError`` when a plug-in returned a round metric that no plug-in declares (it
+        would be lost: a column exists only when declared in ``round_columns``)."""
         if self._roster is None:
             self._roster = model.clients
+        undeclared = model.extra.keys() - self._round_names
+        if undeclared:
+            raise RuntimeError(
+                f"round {model.steps}: plug-in metrics {sorted(undeclared)} are declared by no "
+                "plug-in; add them to the round_columns of the plug-in that returns them"
+            )
         for name, reporter in self.model_reporters.items():
             self.model_vars[name].append(reporter(model))
         if self.clients == "all":

@@ -60,7 +60,8 @@ its result, for the columns it declares (:class:`DeclaresRoundColumns` ``round_c
 and ``finalise`` may return ``(result, metrics)`` (:func:`split_metrics` reads either form);
 a batched policy's ``respond_all`` ``(responses, client_metrics)``; an incentive's ``settle``
 a :class:`Settlement`; a fault model's client columns come from its draw
-(:class:`ReportsDraw`: ``draw_metrics(draw)``). Cross-round memory (a belief, a learning
+(:class:`ReportsDraw`: ``draw_metrics(draw)``); a metric no plug-in declares stops the run,
+naming it. Cross-round memory (a belief, a learning
 rule's state, a plan made in ``prepare``) is the plug-in's own.
 
 **Optional capabilities**, checked once when the model is built: :class:`Preparable`

@@ -87,3 +87,35 @@ def test_every_builtin_plugin_module_of_a_family_is_registered(package: str) -> 
     registered = {e.cls.__module__ for entries in registry.catalogue().values() for e in entries}
     for name in found:
         assert f"{package}.{name}" in registered, f"{package}.{name} registered nothing"
+
+
+def test_a_metric_no_plugin_declares_stops_the_run_naming_it(tiny: dict) -> None:
+    """The model checks the declared seams: a round metric returned by a plug-in but declared
+    by none would be lost, so the round's collection refuses it, naming it."""
+    import copy
+
+    from fedgame.mechanisms.selection.uniform import UniformSelection
+    from fedgame.model import FedGameModel
+    from fedgame.scenario.load import validate
+
+    class Talking(UniformSelection):
+        """``uniform``, returning a metric it does not declare."""
+
+        def select(self, candidates, *, info, rng):  # type: ignore[no-untyped-def]
+            return super().select(candidates, info=info, rng=rng), {"undeclared_x": 1.0}
+
+    data = copy.deepcopy(tiny)
+    data["selection"] = {"kind": "uniform", "k": 2}
+    model = FedGameModel(validate(data))
+    model.server.selection_rule = Talking(UniformSelection.Config(k=2))
+    with pytest.raises(RuntimeError, match=r"\['undeclared_x'\].*round_columns"):
+        model.step()
+
+
+def test_a_client_metric_no_plugin_declares_is_refused_naming_it(tiny: dict) -> None:
+    from fedgame.model import FedGameModel
+    from fedgame.scenario.load import validate
+
+    model = FedGameModel(validate(tiny))
+    with pytest.raises(RuntimeError, match=r"\['nobody_declares'\].*client_columns"):
+        model.table.write_metrics({"nobody_declares": {0: 1.0}})

@@ -126,6 +126,12 @@ class ClientTable:
     def write_metrics(self, per_client: Mapping[str, Any]) -> None:
         """Write plug-in client columns: a ``ClientValues`` column (every client's value) as
         is; a ``{id: value}`` mapping makes its clients active this round (touched)."""
+        undeclared = per_client.keys() - self.extra.keys()
+        if undeclared:
+            raise RuntimeError(
+                f"plug-in client metrics {sorted(undeclared)} are declared by no plug-in; add "
+                "them to the client_columns of the plug-in that returns them"
+            )
         for name, values in per_client.items():
             if isinstance(values, ClientValues):
                 self.extra[name][values.ids] = values.array

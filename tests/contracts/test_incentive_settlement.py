@@ -161,6 +161,7 @@ def test_the_probe_finds_state_kept_between_phases(tiny, monkeypatch, scratch_re
         """``fixed``, reporting the round of the last offer it made, kept on ``self``."""
 
         noted = 0
+        round_columns = (*FixedReward.round_columns, "offered_in")
 
         def offer(self, market: Any, *, info: Any) -> Offer:
             self.noted = info.round
