@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
@@ -133,6 +133,10 @@ def column_of(clients: Sequence[Any], name: str, dtype: Any = float) -> np.ndarr
     return np.array([getattr(c, name) for c in clients], dtype=dtype)
 
 
+#: an incentive's own record of its offer (:attr:`Offer.terms`)
+TermsT = TypeVar("TermsT")
+
+
 @dataclass(frozen=True)
 class RoundInfo:
     """Facts about the current round shared by every mechanism."""
@@ -197,6 +201,16 @@ class Offer:
     def public(self) -> Offer:
         """The offer as the followers see it: without the leader's ``terms``."""
         return self if self.terms is None else replace(self, terms=None)
+
+    def terms_as(self, kind: type[TermsT], *, leader: str) -> TermsT:
+        """The leader's ``terms``, checked to be ``kind`` (``ValueError`` naming ``leader``
+        when the offer is not one it made: a leader settles only its own offers)."""
+        if not isinstance(self.terms, kind):
+            raise ValueError(
+                f"{leader} settles only the offer it made (Offer.terms is "
+                f"{type(self.terms).__name__}, not {kind.__name__})"
+            )
+        return self.terms
 
 
 @dataclass(frozen=True)

@@ -72,12 +72,7 @@ class AuctionTerms:
 
 def auction_terms(offer: Offer) -> AuctionTerms:
     """The offer's :class:`AuctionTerms` (``ValueError`` when it was not an auction's)."""
-    if not isinstance(offer.terms, AuctionTerms):
-        raise ValueError(
-            "an auction settles only the offer it made (Offer.terms is "
-            f"{type(offer.terms).__name__}, not AuctionTerms)"
-        )
-    return offer.terms
+    return offer.terms_as(AuctionTerms, leader="an auction")
 
 
 class _Auction(Buyer):

@@ -102,12 +102,7 @@ class ContractTerms:
 
 def contract_terms(offer: Offer) -> ContractTerms:
     """The offer's :class:`ContractTerms` (``ValueError`` when it was not a contract's)."""
-    if not isinstance(offer.terms, ContractTerms):
-        raise ValueError(
-            "a contract settles only the offer it made (Offer.terms is "
-            f"{type(offer.terms).__name__}, not ContractTerms)"
-        )
-    return offer.terms
+    return offer.terms_as(ContractTerms, leader="a contract")
 
 
 @register("incentive", "contract", reads=(reads.PRIVACY_VALUE,))

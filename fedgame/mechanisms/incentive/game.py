@@ -192,12 +192,7 @@ class ContestTerms:
 
 def contest_terms(offer: Offer) -> ContestTerms:
     """The offer's :class:`ContestTerms` (``ValueError`` when it was not a contest leader's)."""
-    if not isinstance(offer.terms, ContestTerms):
-        raise ValueError(
-            "a contest leader settles only the offer it made (Offer.terms is "
-            f"{type(offer.terms).__name__}, not ContestTerms)"
-        )
-    return offer.terms
+    return offer.terms_as(ContestTerms, leader="a contest leader")
 
 
 class GameIncentive:

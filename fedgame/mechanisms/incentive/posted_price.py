@@ -93,12 +93,7 @@ class PriceTerms:
 
 def price_terms(offer: Offer) -> PriceTerms:
     """The offer's :class:`PriceTerms` (``ValueError`` when it was not a posted price's)."""
-    if not isinstance(offer.terms, PriceTerms):
-        raise ValueError(
-            "a posted price settles only the offer it made (Offer.terms is "
-            f"{type(offer.terms).__name__}, not PriceTerms)"
-        )
-    return offer.terms
+    return offer.terms_as(PriceTerms, leader="a posted price")
 
 
 @register("incentive", "optimal_price", reads=(reads.PRIVACY_VALUE, *reads.BUDGET))
