@@ -45,6 +45,27 @@ def test_memo_computes_once_per_key_and_hands_out_copies():
     assert len(memo._store) == 2
 
 
+def test_keys_match_bit_for_bit_and_stored_keys_are_copies():
+    a = np.array([0.0, 1.0, np.nan])
+    memo = ArrayMemo()
+    calls: list[int] = []
+
+    def compute() -> np.ndarray:
+        calls.append(1)
+        return np.zeros(1)
+
+    memo.get(array_key(a), compute)
+    memo.get(array_key(a.copy()), compute)  # NaN has the same bits: a hit
+    assert len(calls) == 1
+    memo.get(array_key(np.array([-0.0, 1.0, np.nan])), compute)  # -0.0 == 0.0, other bits
+    assert len(calls) == 2
+    a[1] = 5.0  # the caller writes into its input: the stored key is a copy
+    memo.get(array_key(np.array([0.0, 1.0, np.nan])), compute)
+    assert len(calls) == 2
+    assert array_key(np.array([object()])) is None
+    assert array_key(1) != array_key(1.0)  # scalars of another type: a miss, not a wrong hit
+
+
 def test_remembered_budgets_are_the_computed_ones_bit_for_bit():
     rng = np.random.default_rng(0)
     eps = np.concatenate([rng.uniform(0, 50, 200), [np.inf, 0.0]])
