@@ -79,11 +79,17 @@ class ClientViews(Sequence[ClientView]):
         Computed once per budget state of the model's table and shared by every reader of
         that state (the leader, each behaviour and the round check ask for the same
         remaining budgets): bit for bit what ``compute(self)`` gives, for an elementwise
-        ``compute``. ``static``: ``compute`` reads static columns only (ε total, δ): once
+        ``compute`` (after a round's releases only the released clients' rows are computed
+        again). ``static``: ``compute`` reads static columns only (ε total, δ): once
         until one of them changes.
         """
         table = self._table
-        full = table.budget_derived(name, lambda: compute(table.views()), static=static)
+        full = table.budget_derived(
+            name,
+            lambda: compute(table.views()),
+            static=static,
+            rows=lambda changed: compute(table.views(changed)),
+        )
         return full.copy() if self._everyone else full[self._ids]
 
     def __len__(self) -> int:

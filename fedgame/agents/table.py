@@ -91,6 +91,8 @@ class ClientTable:
         self.static_version = 0
         #: name -> {state version: array}, the last two states (``budget_derived``)
         self._budget_cache: dict[str, dict[int, np.ndarray]] = {}
+        #: budget state -> the rows whose budget changed from the state before (releases)
+        self._budget_rows: dict[int, np.ndarray] = {}
 
     def __len__(self) -> int:
         return self.size
@@ -258,6 +260,7 @@ class ClientTable:
         cols["epsilon_spent"][ids] = epsilon_spent
         cols["participations"][ids] += 1
         self.budget_version += 1
+        self._budget_rows = {self.budget_version: np.array(ids, dtype=np.int64)}
 
     def budget_derived(
         self,
@@ -266,6 +269,7 @@ class ClientTable:
         *,
         version: int | None = None,
         static: bool = False,
+        rows: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> np.ndarray | None:
         """A per-client array computed from the budget columns only (ε total, ε spent, δ),
         e.g. the remaining zCDP budget: ``compute()`` runs once per budget state and the
@@ -274,7 +278,11 @@ class ClientTable:
         ``static``: it reads static columns only (e.g. ρ of ε total), so it lasts until one
         of them changes (``static_version``). ``version``: an earlier state; its answer when
         it was computed and is one of the last two states, else None (it cannot be
-        recomputed).
+        recomputed). ``rows``: the same computation at some rows (client ids), for an
+        elementwise ``compute``: when the state before was computed and the only change
+        since is one round's releases (:meth:`record_release`), the answer is that state's
+        with the released clients' rows recomputed (the same numbers, at the cost of the
+        rows that changed instead of every client's).
         """
         states = self._budget_cache.setdefault(("static " if static else "") + name, {})
         current = self.static_version if static else self.budget_version
@@ -282,7 +290,13 @@ class ClientTable:
             return states.get(version)
         found = states.get(current)
         if found is None:
-            found = np.asarray(compute())
+            changed = None if static or rows is None else self._budget_rows.get(current)
+            before = states.get(current - 1)
+            if rows is not None and changed is not None and before is not None:
+                found = before.copy()
+                found[changed] = rows(changed)
+            else:
+                found = np.asarray(compute())
             found.setflags(write=False)
             states[current] = found
             for old in [v for v in states if v < current - 1]:

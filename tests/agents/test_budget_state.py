@@ -80,3 +80,50 @@ def test_the_round_check_reads_the_budgets_at_play(tiny):
     assert np.isfinite(model.monitor.round_metrics()["nash_gap_max"])
     played = model.table.extra["rho_equilibrium"]
     assert np.all(played[np.isfinite(played)] <= at_play[np.isfinite(played)] * (1 + 1e-9))
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    releases=st.lists(
+        st.lists(st.tuples(st.integers(0, 11), st.floats(0.0, 1.5)), min_size=1, max_size=6),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_after_a_release_only_the_released_rows_are_computed_again(model, releases):
+    table = model.table
+    table.record_release(np.arange(len(table)), np.zeros(len(table)))
+    rho_left(table.views())  # the state before the releases, remembered
+    calls: list[int] = []
+
+    def spent_rows(views):
+        calls.append(len(views))
+        return views.column("epsilon_spent")
+
+    table.views().budget_derived("spent rows", spent_rows)
+    for release in releases:
+        ids = np.unique([i for i, _ in release])
+        share = dict(release)
+        spent = np.array([table.epsilon_total[i] * share[i] for i in ids])
+        table.record_release(ids, spent)
+        calls.clear()
+        np.testing.assert_array_equal(
+            table.views().budget_derived("spent rows", spent_rows), table.epsilon_spent
+        )
+        assert calls == [ids.size]  # the released rows only
+        # bit for bit what every client's views give (a plain sequence: from its columns)
+        assert rho_left(table.views()).tobytes() == rho_left(list(table.views())).tobytes()
+
+
+def test_rows_give_the_bits_of_the_whole_column_at_scale():
+    from fedgame.mechanisms.policy.market import epsilon_to_zcdp_uncached
+
+    rng = np.random.default_rng(1)
+    eps = rng.uniform(0.0, 60.0, 100_003)
+    delta = rng.uniform(1e-7, 1e-3, eps.size)
+    whole = epsilon_to_zcdp_uncached(eps, delta)
+    scattered = np.sort(rng.choice(eps.size, 100, replace=False))
+    for ids in (scattered, np.arange(eps.size - 7, eps.size)):
+        assert epsilon_to_zcdp_uncached(eps[ids], delta[ids]).tobytes() == whole[ids].tobytes()
