@@ -188,6 +188,9 @@ def test_a_market_run_describes_its_columns_in_its_files(tmp_path):
         for name in frame.columns:
             entry = stored.loc[name]
             assert entry["meaning"], (table, name)
+            spec = columns.spec_of(table, name)
+            if spec is not None and spec.dtype in ("int64", "bool"):  # counts and flags
+                assert columns._frame_dtype(frame[name]) == spec.dtype, (table, name)
             key = name.replace("_A", "_<server>").replace("_B", "_<server>")
             if (table, key) in market:
                 seen.add((table, key))

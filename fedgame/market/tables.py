@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from fedgame.columns import cast_columns
 from fedgame.mechanisms.base import ReportsRounds
 
 if TYPE_CHECKING:
@@ -118,6 +119,8 @@ class MarketRecorder:
         self.clients_rows.append(pd.DataFrame(cols))
 
     def frames(self, last_step: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The rounds and clients tables (up to ``last_step``), each count and flag column
+        in the dtype the column dictionary gives it (:func:`fedgame.columns.cast_columns`)."""
         rounds = pd.DataFrame(self.rounds)
         clients = (
             pd.concat(self.clients_rows, ignore_index=True) if self.clients_rows else pd.DataFrame()
@@ -125,4 +128,4 @@ class MarketRecorder:
         if last_step is not None and len(rounds):
             rounds = rounds[rounds["round"] <= last_step].reset_index(drop=True)
             clients = clients[clients["round"] <= last_step].reset_index(drop=True)
-        return rounds, clients
+        return cast_columns(rounds, "rounds"), cast_columns(clients, "clients")
