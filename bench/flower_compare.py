@@ -7,7 +7,9 @@ first alternates), in fresh processes:
 
   fedgame: ``python -m fedgame run scenarios/flower_style.yaml --quiet`` (the real data:
            ``data.dataset.fallback=null``), wall time of the process and the median of the
-           rounds' ``wall_time_s``;
+           rounds' ``wall_time_s``; its modules come from a bytecode cache an untimed run
+           fills first, as Flower's from the ``.pyc`` files of its venv (a checkout under
+           ``PYTHONDONTWRITEBYTECODE`` would otherwise compile fedgame in every process);
   Flower:  ``bench/flower_workload.py`` under ``--flower-python`` (Flower's simulation
            runtime on Ray, the same workload; see that file), wall time of the process and
            the median time between the central evaluations.
@@ -37,7 +39,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from startup import one_run  # bench/startup.py: one fedgame run of the workload
+from startup import bytecode_env, one_run  # bench/startup.py: fedgame's side
 
 WORKLOAD = Path(__file__).resolve().parent / "flower_workload.py"
 
@@ -63,9 +65,9 @@ def flower_run(python: str, rounds: int, cpus_per_client: float) -> dict[str, fl
     }
 
 
-def fedgame_run(tmp: Path, rounds: int) -> dict[str, float]:
+def fedgame_run(tmp: Path, env: dict[str, str], rounds: int) -> dict[str, float]:
     """One ``fedgame run`` of the workload in a fresh process: wall, median round."""
-    run = one_run(tmp / "fedgame", dict(os.environ), rounds)
+    run = one_run(tmp / "fedgame", env, rounds)
     return {"wall": run["wall"], "median_round": run["median_round"]}
 
 
@@ -110,11 +112,12 @@ def main() -> None:
     rounds: dict[str, list[float]] = {"fedgame": [], "flower": []}
     version = "?"
     with tempfile.TemporaryDirectory() as tmp:
+        env = bytecode_env(Path(tmp))  # fedgame's .pyc files, as Flower's venv has its own
         for i in range(args.repeats):
             order = ["fedgame", "flower"] if i % 2 == 0 else ["flower", "fedgame"]
             for side in order:
                 if side == "fedgame":
-                    r = fedgame_run(Path(tmp), args.rounds)
+                    r = fedgame_run(Path(tmp), env, args.rounds)
                 else:
                     r = flower_run(args.flower_python, args.rounds, args.cpus_per_client)
                     version = str(r["version"])

@@ -19,9 +19,10 @@ folder) and prints its wall time, the run's median round (``wall_time_s`` in
 ``rounds.parquet``), the ratio wall / (30 x median round) (target <= 1.5), and where the rest
 went: imports (a fresh ``import fedgame.model, fedgame.run.single`` in another process),
 set-up (the manifest's ``setup_s``: data, partition, learner, agents) and everything else
-(validation, writing). The first repeat can run with an empty dataset cache (``--cold``: a
-fresh ``FEDGAME_CACHE`` folder, so Fashion-MNIST is parsed from its IDX files); the others
-reuse it.
+(validation, writing). Both modes read fedgame's modules from a bytecode cache that an
+untimed run fills first (:func:`bytecode_env`). The first repeat can run with an empty
+dataset cache (``--cold``: a fresh ``FEDGAME_CACHE`` folder, so Fashion-MNIST is parsed
+from its IDX files); the others reuse it.
 
 Usage: ``python bench/startup.py [--repeats 5]`` and
 ``python bench/startup.py --flower [--repeats 5] [--cold] [--threads N] [--rounds 30]``
@@ -47,6 +48,26 @@ REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "flower_style.yaml"
 QUICKSTART = REPO / "scenarios" / "quickstart.yaml"
 HEAVY = ("torch", "mesa", "pandas", "pyarrow", "networkx", "scipy", "pydantic", "numpy")
+
+
+def bytecode_env(tmp: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) with a bytecode cache in ``tmp``, filled by one
+    untimed run, as an installed package has its ``.pyc`` files: without it a checkout run
+    with ``PYTHONDONTWRITEBYTECODE`` set (as on some CI and sandbox machines) compiles every
+    fedgame module again in each fresh process, while the libraries it imports come with
+    theirs."""
+    env = {k: v for k, v in (os.environ if env is None else env).items()}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    warm_up = ["run", str(QUICKSTART), "--set", "rounds=1", "--out", str(tmp / "warm-up")]
+    subprocess.run(
+        [sys.executable, "-m", "fedgame", *warm_up, "--quiet"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
+    return env
 
 
 def first_round(out: Path, env: dict[str, str], *, importtime: bool = False) -> dict[str, Any]:
@@ -113,9 +134,7 @@ def first_round_main(repeats: int) -> None:
         f"CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
-        first_round(Path(tmp) / "out", env)  # fills the bytecode cache
+        env = bytecode_env(Path(tmp))
         runs = []
         for i in range(repeats):
             run = first_round(Path(tmp) / "out", env)
@@ -178,8 +197,8 @@ def main() -> None:
     if not args.flower:
         first_round_main(args.repeats)
         return
-    env = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
+        env = bytecode_env(Path(tmp))
         if args.cold:
             env["FEDGAME_CACHE"] = str(Path(tmp) / "cache")
         print(
