@@ -35,22 +35,13 @@ from fedgame.errors import DivergenceError, ScenarioError
 from fedgame.game.economics_monitor import EconomicsMonitor
 from fedgame.game.monitor import OffersContest, RoundMonitor
 from fedgame.mechanisms.base import ObservesFaults
-from fedgame.privacy.base import (
-    FinalisesAggregate,
-    RecordsReleases,
-    split_metrics,
-)
+from fedgame.privacy.base import FinalisesAggregate, RecordsReleases, split_metrics
 from fedgame.privacy.releases import Releases
 from fedgame.round_state import RoundState
 from fedgame.scenario.build import World, build_world, prepare_components
 from fedgame.scenario.coerce import ScenarioLike
 from fedgame.scenario.output import clients_table_mode
-from fedgame.views import (
-    MarketView,
-    Response,
-    RoundInfo,
-    RoundRecord,
-)
+from fedgame.views import MarketView, Response, RoundInfo, RoundRecord
 
 #: what a ``FedGameModel`` says to a scenario with competing servers
 MARKET_ONLY = "empty for FedGameModel: build fedgame.market.model.MarketModel for several servers"
@@ -285,12 +276,14 @@ class FedGameModel(RosterModel):
                 raise DivergenceError.in_round(state.info.round, str(exc)) from None
         self._evaluate_when_due()
 
-    def _evaluate_when_due(self) -> None:
+    def _evaluate_when_due(self, *, last: bool = False) -> None:
         """Evaluate a changed global model in an evaluation round (``training.eval_every``:
-        every k-th round and the last); in other rounds its accuracy and loss are NaN (not
+        every k-th round and the last; ``last``: this round ends the run early, e.g.
+        ``game.stop_on_degenerate``); in other rounds its accuracy and loss are NaN (not
         measured). A measured loss that is not finite stops the run (``DivergenceError``)."""
         r = self.state.info.round
-        if not self._measured and self.learner.settings.evaluates(r, self.scenario.rounds):
+        due = last or self.learner.settings.evaluates(r, self.scenario.rounds)
+        if not self._measured and due:
             self.test_accuracy, self.test_loss = self.learner.evaluate()
             self._measured = True
         elif not self._measured:
@@ -322,6 +315,8 @@ class FedGameModel(RosterModel):
         round ends the run when the scenario says ``game.stop_on_degenerate``.
         """
         self.monitor.check(self)
+        if self.monitor.stop_requested:  # the run ends with this round: measure its model
+            self._evaluate_when_due(last=True)
         if self.economics is not None:
             self.economics.measure(self)
         gather_metrics(self._reporters, self.table, self.state)

@@ -57,7 +57,10 @@ class EconomicsMonitor:
             optionally).
 
     The to-date figures start from the test accuracy the first round was played at (the model
-    as built).
+    as built). With ``training.eval_every`` k > 1 a round between evaluations has no accuracy:
+    its accuracy value and gain are 0, and the round that next measures the model books
+    everything gained since the last measurement, so sums over rounds and the to-date
+    figures are those of k = 1 at every measured round (at k = 1 each round books its own).
     """
 
     round_columns: tuple[str, ...] = ECONOMICS_COLUMNS
@@ -69,6 +72,7 @@ class EconomicsMonitor:
             incentive if isinstance(incentive, MeasuresDeviation) else None
         )
         self.start_accuracy = math.nan
+        self.last_measured = math.nan  # the latest measured test accuracy
         self.cost_to_date = 0.0
         self._round: dict[str, float] = {}
 
@@ -82,14 +86,16 @@ class EconomicsMonitor:
         """The round's economics (module doc), from the outcome of the round's settlement."""
         state = model.state
         outcome = model.server.settlement.outcome or econ.RoundOutcome.empty()
-        before, after = float(state.info.test_accuracy), float(model.test_accuracy)
-        if math.isnan(self.start_accuracy):
-            self.start_accuracy = before
+        if math.isnan(self.start_accuracy):  # the first round: the model as built
+            self.start_accuracy = self.last_measured = float(state.info.test_accuracy)
+        before, after = self.last_measured, float(model.test_accuracy)
+        if not math.isnan(after):
+            self.last_measured = after
         value = econ.accuracy_value(before, after, value_per_point=self.rules.value_per_point)
         cost = econ.server_cost(outcome)
         self.cost_to_date += cost
         gain_points = 100.0 * (after - before)
-        to_date = 100.0 * (after - self.start_accuracy)
+        to_date = 100.0 * (self.last_measured - self.start_accuracy)
         units = np.asarray(outcome.units, dtype=float)
         regret_max, regret_mean, sampled = self._regret(outcome.ids, model)
         self._round = {

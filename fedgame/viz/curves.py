@@ -7,7 +7,8 @@ incentive family's own per-round quantities ("mechanism": posted ``price``; auct
 Shapley ``shapley_sum``, whichever the scenario's incentive writes). A panel
 whose columns the scenario does not record (no incentive: no R_t, Σρ or Nash gap), or records
 only as NaN, is left out. The x axis spans the planned rounds from round 0 on; a y axis starts
-at 0 (accuracy spans [0, 1]), so a first point does not autoscale to nothing. Values below
+at 0 (accuracy spans [0, 1]), so a first point does not autoscale to nothing; the accuracy
+line joins the rounds that measured it (``training.eval_every``). Values below
 1e-12 of the column's scale are floating-point noise and drawn as 0, as the reports print them
 (:func:`fedgame.viz.data.denoised`): a 1e-17 Nash gap is no spike.
 """
@@ -30,16 +31,19 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c")
 @dataclass(frozen=True)
 class Panel:
     """A panel: its title, y label, the columns drawn (with their legend names) and the y
-    range (``None`` for data-driven ends)."""
+    range (``None`` for data-driven ends). ``joins``: a NaN is a value not measured
+    (``training.eval_every``), so the line joins the measured points; elsewhere a NaN is
+    a gap in the line."""
 
     title: str
     ylabel: str
     columns: tuple[tuple[str, str], ...]
     ymax: float | None = None
+    joins: bool = False
 
 
 PANELS = (
-    Panel("test accuracy", "accuracy", (("test_accuracy", "accuracy"),), ymax=1.0),
+    Panel("test accuracy", "accuracy", (("test_accuracy", "accuracy"),), ymax=1.0, joins=True),
     Panel(
         "participants",
         "clients",
@@ -101,7 +105,7 @@ def curve_options(
         )  # fmt: skip
         series = [
             {"type": "line", "name": name, "data": _points(x, clean[c]),
-             "showSymbol": len(x) < 40, "symbolSize": 6, "connectNulls": False,
+             "showSymbol": len(x) < 40, "symbolSize": 6, "connectNulls": panel.joins,
              "lineStyle": {"width": 2 if len(panel.columns) == 1 or name == "mean" else 1.5},
              "color": PALETTE[j % len(PALETTE)], "animation": False}
             for j, (c, name) in enumerate(panel.columns) if c in clean

@@ -177,6 +177,19 @@ def test_stop_on_degenerate_keeps_the_rounds(write_scenario, tmp_path, capsys):
     assert manifest["warnings"]
 
 
+def test_a_run_stopped_on_degenerate_play_measures_its_last_model():
+    """With ``training.eval_every`` the stopping round is measured, as a run's last round is
+    (it would otherwise end on an unmeasured model)."""
+    raw = collapse()
+    raw["game"] = {"stop_on_degenerate": True}
+    raw["training"]["eval_every"] = 100
+    result = simulate(validate(raw))
+    rounds = result.rounds
+    assert result.manifest["status"] == "degenerate" and len(rounds) < raw["rounds"]
+    accuracy = rounds["test_accuracy"].to_numpy()
+    assert np.isfinite(accuracy[-1]) and np.isnan(accuracy[:-1]).all()
+
+
 def test_quiet_run_names_degenerate_play_in_one_line(write_scenario, tmp_path, capsys):
     path = write_scenario(collapse())
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 0

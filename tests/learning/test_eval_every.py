@@ -60,3 +60,21 @@ def test_eval_every_must_be_a_positive_whole_number(tiny, bad):
     tiny.setdefault("training", {})["eval_every"] = bad
     with pytest.raises(ScenarioError, match=r"training\.eval_every"):
         validate(tiny)
+
+
+def test_a_measured_round_books_the_accuracy_gained_since_the_last_measurement(tiny):
+    """Economics under k > 1: a round between evaluations gains nothing (its accuracy is
+    unknown), the next measured round books all that was gained since the last measurement,
+    so sums over rounds and the to-date figures at measured rounds are those of k = 1."""
+    every, each = run(tiny, rounds=7, every=3), run(tiny, rounds=7, every=None)
+    assert each["econ_value"].ne(0).sum() >= 3  # the rounds gain (and lose) accuracy
+    unmeasured = [1, 2, 4, 5]
+    assert (every.loc[unmeasured, ["econ_value", "econ_accuracy_per_cost"]] == 0).all().all()
+    for rounds in ([1, 2, 3], [4, 5, 6], [7]):  # each measured round books its stretch
+        booked = every.loc[rounds, "econ_value"].sum()
+        assert booked == pytest.approx(each.loc[rounds, "econ_value"].sum(), rel=1e-9, abs=1e-9)
+    measured = [3, 6, 7]
+    for column in ("econ_accuracy_per_cost_to_date", "econ_cost_to_date"):
+        np.testing.assert_allclose(every.loc[measured, column], each.loc[measured, column])
+    welfare_gap = every["econ_welfare"].sum() - each["econ_welfare"].sum()
+    assert welfare_gap == pytest.approx(0.0, abs=1e-9)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -123,6 +124,21 @@ def test_the_live_model_offers_rounds_and_the_current_clients(tiny):
     assert options["participants"]["yAxis"]["max"] == 12
     assert options["test accuracy"]["xAxis"]["max"] == 3
     assert [x for x, _ in options["test accuracy"]["series"][0]["data"]] == [0, 1, 2]
+
+
+def test_the_accuracy_line_joins_the_measured_rounds_other_lines_keep_their_gaps():
+    rounds = pd.DataFrame(
+        {
+            "round": [0, 1, 2, 3, 4],
+            "test_accuracy": [0.1, np.nan, np.nan, 0.5, np.nan],  # eval_every 3
+            "participants": [5, 5, np.nan, 5, 5],
+        }
+    )
+    options = curve_options(rounds, rounds_planned=6)
+    accuracy = options["test accuracy"]["series"][0]
+    assert accuracy["connectNulls"] is True
+    assert [v for _, v in accuracy["data"]] == [0.1, None, None, 0.5, None]
+    assert options["participants"]["series"][0]["connectNulls"] is False
 
 
 def test_a_replay_steps_through_the_recorded_rounds_and_stops(tiny, write_scenario, tmp_path):
