@@ -323,9 +323,12 @@ class LocalExecutor:
         while pending or inflight:
             while pending and len(inflight) < self.workers:
                 run = pending.popleft()
-                try:  # workers start on submit, so a worker killed as it starts fails here
+                # workers start on submit, so a worker killed as it starts fails here; so can
+                # the spawn of its replacement while the breaking pool closes its pipes
+                # (ValueError: bad value(s) in fds_to_keep)
+                try:
                     inflight[pool.submit(execute, run)] = run
-                except (BrokenProcessPool, OSError):
+                except (BrokenProcessPool, OSError, ValueError):
                     pending.appendleft(run)
                     return inflight
             done, _ = wait(inflight, return_when=FIRST_COMPLETED)
