@@ -1,8 +1,6 @@
 """``python -m fedgame`` runs the command line (the same as the ``fedgame`` script)."""
 
-import sys
-
-from fedgame.cli import main
+from fedgame.cli import script
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script()

@@ -465,6 +465,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return stop.exit_code
 
 
+def script() -> NoReturn:
+    """The ``fedgame`` console script and ``python -m fedgame``: :func:`main`, then the
+    process ends without the interpreter's teardown (:mod:`fedgame.quick_exit`)."""
+    code = main()
+    from fedgame.quick_exit import end_process
+
+    end_process(code)
+
+
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
     import os
@@ -474,4 +483,4 @@ def _silence_stdout() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script()
