@@ -29,6 +29,7 @@ Both sides need Fashion-MNIST's IDX files (Debian's ``dataset-fashion-mnist``; t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -44,13 +45,29 @@ from startup import bytecode_env, one_run  # bench/startup.py: fedgame's side
 WORKLOAD = Path(__file__).resolve().parent / "flower_workload.py"
 
 
+def ray_processes() -> int:
+    """How many of Ray's worker processes (``ray::...``) are alive on this machine (Linux)."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):  # it just ended
+                count += (entry / "cmdline").read_bytes().startswith(b"ray::")
+    return count
+
+
 def flower_run(python: str, rounds: int, cpus_per_client: float) -> dict[str, float]:
-    """One Flower simulation in a fresh process: wall, median round, final accuracy."""
+    """One Flower simulation in a fresh process: wall, median round, final accuracy.
+
+    Ray's actor processes outlive the simulation's by 2-3 s; the next run (of either side)
+    starts once they have ended (at most 60 s later), not while they still use the cores."""
     cmd = [python, str(WORKLOAD), "--rounds", str(rounds)]
     cmd += ["--cpus-per-client", str(cpus_per_client)]
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
+    deadline = time.monotonic() + 60
+    while ray_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout)[-2000:]

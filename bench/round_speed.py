@@ -36,7 +36,8 @@ Named cases (``--case``; the first output line names the case):
 
 Usage: ``python bench/round_speed.py [--case NAME] [--clients N] [--selected K]
 [--population uniform|mixed|strategic] [--threads N] [--rounds R] [--warmup W]
-[--device cpu|cuda|cuda:N|auto]`` (on a GPU: ``--device cuda``).
+[--device cpu|cuda|cuda:N|auto] [--phases]`` (on a GPU: ``--device cuda``; ``--phases``: the
+median time of each of (a)'s phases instead, and their sum outside the learner's).
 """
 
 from __future__ import annotations
@@ -135,6 +136,42 @@ CASES = {
 }
 
 
+#: ``FedGameModel.step()``'s phases, in order; all but train and aggregate (the learner's
+#: round, with evaluation) are the agents' bookkeeping
+PHASES = (
+    "network", "offer", "respond", "select", "train",
+    "privatise", "upload", "aggregate", "settle", "collect",
+)  # fmt: skip
+
+
+def phase_times(args: argparse.Namespace) -> None:
+    """``--phases``: the median wall time of each phase of (a) over ``--rounds`` rounds
+    after ``--warmup``, and their sum outside the learner's two phases."""
+    model = end_to_end_model(args)
+    times: dict[str, list[float]] = {name: [] for name in PHASES}
+    for name in PHASES:
+        phase = getattr(model, f"phase_{name}")
+
+        def timed(phase=phase, name=name) -> None:  # type: ignore[no-untyped-def]
+            started = time.perf_counter()
+            phase()
+            times[name].append(time.perf_counter() - started)
+
+        setattr(model, f"phase_{name}", timed)
+    for _ in range(args.warmup):
+        model.step()
+    for spent in times.values():
+        spent.clear()
+    for _ in range(args.rounds):
+        model.step()
+    print(f"{args.case}: N = {args.clients}, {describe(args.population)}, {args.rounds} rounds")
+    medians = {name: 1000 * float(np.median(spent)) for name, spent in times.items()}
+    for name, ms in medians.items():
+        print(f"  {name:<10} {ms:8.2f} ms")
+    books = sum(ms for name, ms in medians.items() if name not in ("train", "aggregate"))
+    print(f"bookkeeping (every phase but train and aggregate): {books:.2f} ms")
+
+
 def describe(population: str) -> str:
     """The behaviours of a population, e.g. ``best_response 60%, learning 30%, fixed 10%``."""
     mix = {"mixed": MIXED, "strategic": STRATEGIC}.get(population)
@@ -168,12 +205,19 @@ def main() -> None:
         help="default: the case's population",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--phases", action="store_true", help="(a) only: the median time of each phase"
+    )
     args = parser.parse_args()
     case_clients, case_population, target = CASES[args.case]
     if args.clients is None:
         args.clients = case_clients
     if args.population is None:
         args.population = case_population
+    if args.phases:
+        torch.set_num_threads(args.threads)
+        phase_times(args)
+        return
     named = args.clients == case_clients and args.population == case_population
     if not named:  # the target of the size class
         target = 1.3 if args.clients <= 10_000 else 1.5

@@ -107,3 +107,21 @@ def test_flower_compare_refuses_a_python_without_flower_before_running_anything(
     assert proc.returncode == 2
     assert f"--flower-python {sys.executable}: cannot import flwr" in proc.stderr
     assert "pip install" in proc.stderr and proc.stdout == ""
+
+
+def test_round_speed_phases_prints_each_phase_and_the_bookkeeping():
+    cmd = [sys.executable, "bench/round_speed.py", "--case", "mixed-1000", "--phases"]
+    cmd += ["--clients", "40", "--selected", "4", "--samples", "2000", "--rounds", "2"]
+    cmd += ["--warmup", "1", "--threads", "1"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("mixed-1000: N = 40")
+    phases = [line.split()[0] for line in lines[1:-1]]
+    assert phases == ["network", "offer", "respond", "select", "train", "privatise"] + [
+        "upload",
+        "aggregate",
+        "settle",
+        "collect",
+    ]
+    assert lines[-1].startswith("bookkeeping (every phase but train and aggregate): ")
