@@ -14,8 +14,12 @@ two with one other busy process on two cores). So each run chooses its threads
   most the free cores;
 * the cores free to this process (:func:`free_cores`): those it may run on
   (``os.sched_getaffinity``, capped by :data:`CORES_ENV`, a pool worker's share) less the
-  load of other processes (the 1-minute load average less this process's own recent CPU use),
-  never under one.
+  load of other processes, never under one. The load is what the other processes keep busy
+  now: on Linux the busy time of the allowed cores over :data:`SAMPLE_S` (``/proc/stat``)
+  less this process's own; elsewhere the 1-minute load average less this process's recent
+  CPU use. The load average lags a minute behind: right after a 45 s simulation in another
+  process it still read 1.5 on the idle 2-core machine, and a run that took one thread for
+  it trained at 108-121 ms a round against 72-78 ms at two.
 
 A run on a GPU uses one CPU thread (the CPU only drives the device and the agents). The
 scenario's ``training.threads`` (a positive integer) overrides the choice. The manifest
@@ -52,6 +56,8 @@ SMALL_STEP_MACS = 1 << 24
 MACS_PER_THREAD = 1 << 24
 #: environment variable capping the cores a process counts as its own (a pool worker's share)
 CORES_ENV = "FEDGAME_CORES"
+#: seconds over which the allowed cores' busy time is sampled (Linux)
+SAMPLE_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -111,21 +117,71 @@ def allowed_cores() -> int:
     return max(1, cores)
 
 
-def free_cores() -> tuple[int, str]:
+def free_cores(*, sample: bool = True) -> tuple[int, str]:
     """``(cores, description)``: the allowed cores less other processes' load, at least 1.
 
-    Other processes' load is the 1-minute load average less what this process used since
-    its previous call (a serial sweep's own earlier runs are in the load average too), rounded
-    to the nearest core.
+    Other processes' load (rounded to the nearest core) is, with ``sample`` on Linux, the
+    busy time of the allowed cores over :data:`SAMPLE_S` less this process's own
+    (:func:`busy_cores`); otherwise the 1-minute load average less what this process used
+    since its previous call (a serial sweep's own earlier runs are in the load average too).
     """
     cores = allowed_cores()
-    try:
-        load = os.getloadavg()[0]
-    except OSError:  # no load average on this platform
-        return cores, f"{cores} allowed cores (no load average)"
-    others = max(0.0, load - _own_busy())
+    busy = busy_cores() if sample else None
+    if busy is not None:
+        others = busy
+        found = f"{cores} allowed cores, {others:.2f} busy with other processes now"
+    else:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # no load average on this platform
+            return cores, f"{cores} allowed cores (no load average)"
+        others = max(0.0, load - _own_busy())
+        found = f"{cores} allowed cores, load average {load:.2f} ({others:.2f} from others)"
     free = max(1, min(cores, cores - math.floor(others + 0.5)))
-    return free, f"{cores} allowed cores, load average {load:.2f} ({others:.2f} from others)"
+    return free, found
+
+
+def _cpu_times(cpus: set[int]) -> tuple[float, float] | None:
+    """(busy, total) jiffies of ``cpus`` from ``/proc/stat``, or None where it cannot be
+    read (not Linux)."""
+    busy = total = 0.0
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            for line in stat:
+                name, *fields = line.split()
+                if not name.startswith("cpu") or name == "cpu":
+                    continue
+                if not name[3:].isdigit() or int(name[3:]) not in cpus:
+                    continue
+                ticks = [float(f) for f in fields[:8]]  # user ... steal
+                idle = ticks[3] + ticks[4]  # idle + iowait
+                busy += sum(ticks) - idle
+                total += sum(ticks)
+    except (OSError, ValueError, IndexError):
+        return None
+    return (busy, total) if total > 0 else None
+
+
+def busy_cores(window: float = SAMPLE_S) -> float | None:
+    """Cores of this process's affinity that other processes keep busy, measured over
+    ``window`` seconds (``/proc/stat`` less this process's CPU time); None off Linux."""
+    try:
+        cpus = os.sched_getaffinity(0)
+    except AttributeError:  # not Linux
+        return None
+    before, own_before = _cpu_times(cpus), os.times()
+    if before is None:
+        return None
+    time.sleep(window)
+    after, own_after = _cpu_times(cpus), os.times()
+    if after is None or after[1] <= before[1]:
+        return None
+    share = (after[0] - before[0]) / (after[1] - before[1])  # of the allowed cores' time
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    elapsed = (after[1] - before[1]) / tick / len(cpus)  # seconds of the window, per core
+    own = (own_after.user + own_after.system) - (own_before.user + own_before.system)
+    own_cores = own / elapsed if elapsed > 0 else 0.0
+    return max(0.0, share * len(cpus) - own_cores)
 
 
 def step_macs(scenario: Scenario) -> int | None:
@@ -154,7 +210,8 @@ def choose_threads(scenario: Scenario, *, device: str = "cpu", runs: int = 1) ->
         return ThreadChoice(1, "policy", f"the model trains on {device}")
     one = step_macs(scenario)
     macs = None if one is None else one * runs
-    cores, found = free_cores()
+    small = macs is None or macs < SMALL_STEP_MACS
+    cores, found = free_cores(sample=not small)  # one thread whatever the load: no sample
     if macs is None:
         return ThreadChoice(1, "policy", "the model's size is unknown", cores)
     size = f"a local step of {macs:,} multiply-accumulates"

@@ -4,8 +4,10 @@ the caller's setting restored, and results that do not depend on the thread coun
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +23,7 @@ QUICKSTART = REPO / "scenarios" / "quickstart.yaml"
 
 
 def test_the_quickstart_model_gets_one_thread(monkeypatch):
-    monkeypatch.setattr(threads, "free_cores", lambda: (8, "8 allowed cores (test)"))
+    monkeypatch.setattr(threads, "free_cores", lambda **_: (8, "8 allowed cores (test)"))
     choice = threads.choose_threads(load_scenario(QUICKSTART))
     # logreg on digits: 650 parameters, 10 clients of 16 samples a step
     assert choice.step_macs == 10 * 16 * 650
@@ -37,17 +39,17 @@ def test_a_large_model_gets_the_free_cores_and_no_more(tiny, monkeypatch):
     assert macs == 5 * 64 * (65 * 4096 + 4097 * 10)
     wanted = -(-macs // threads.MACS_PER_THREAD)
     assert wanted > 4
-    monkeypatch.setattr(threads, "free_cores", lambda: (4, "test"))
+    monkeypatch.setattr(threads, "free_cores", lambda **_: (4, "test"))
     assert threads.choose_threads(scenario).threads == 4
-    monkeypatch.setattr(threads, "free_cores", lambda: (64, "test"))
+    monkeypatch.setattr(threads, "free_cores", lambda **_: (64, "test"))
     assert threads.choose_threads(scenario).threads == wanted
-    monkeypatch.setattr(threads, "free_cores", lambda: (1, "test"))
+    monkeypatch.setattr(threads, "free_cores", lambda **_: (1, "test"))
     assert threads.choose_threads(scenario).threads == 1
     assert threads.choose_threads(scenario, device="cuda").threads == 1
 
 
 def test_the_knob_overrides_the_policy(tiny, monkeypatch):
-    monkeypatch.setattr(threads, "free_cores", lambda: (1, "test"))
+    monkeypatch.setattr(threads, "free_cores", lambda **_: (1, "test"))
     tiny["training"]["threads"] = 3
     choice = threads.choose_threads(validate(tiny))
     assert (choice.threads, choice.source) == (3, "training.threads")
@@ -128,3 +130,22 @@ def test_tables_do_not_depend_on_the_thread_count(tiny):
             results[0].rounds.drop(columns=timing), other.rounds.drop(columns=timing)
         )
         pd.testing.assert_frame_equal(results[0].clients, other.clients)
+
+
+def test_a_busy_process_next_door_counts_now_not_a_minute_later():
+    """The cores other processes keep busy are sampled now (Linux ``/proc/stat``): a process
+    spinning on a core shows at once, before the load average could have risen; this
+    process's own CPU time is not counted."""
+    code = "import time\nend = time.time() + 5\nwhile time.time() < end: pass"
+    spinner = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(0.5)
+        affinity = os.sched_getaffinity(0)
+        os.sched_setaffinity(spinner.pid, {min(affinity)})  # on one of our cores
+        busy = threads.busy_cores(0.5)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert busy is not None and busy >= 0.6
+    assert "busy with other processes now" in threads.free_cores()[1]
+    assert "load average" in threads.free_cores(sample=False)[1]
