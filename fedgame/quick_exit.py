@@ -7,8 +7,10 @@ run is about 5 s in all. :func:`end_process` does what a normal exit does that a
 see (the ``atexit`` handlers: logging's flush, multiprocessing's clean-up, the
 ``weakref.finalize`` objects such as temporary folders, Ray's shutdown; then a flush of
 stdout and stderr) and ends the process with ``os._exit``, skipping the teardown. It takes
-the normal exit instead while another non-daemon thread runs (a normal exit waits for it)
-and under ``FEDGAME_FULL_EXIT=1`` (for tools that work at teardown, e.g. leak checkers).
+the normal exit instead while another non-daemon thread runs (a normal exit waits for it),
+under ``FEDGAME_FULL_EXIT=1`` (for tools that work at teardown, e.g. leak checkers), and on
+an interpreter without ``atexit._run_exitfuncs`` (CPython's undocumented step that runs the
+handlers).
 
 Only the ``fedgame`` console script and ``python -m fedgame`` end this way
 (:func:`fedgame.cli.script`); :func:`fedgame.cli.main` returns its exit code as before.
@@ -31,10 +33,12 @@ def end_process(code: int) -> NoReturn:
     """Exit with ``code`` after the exit handlers and a flush, without the teardown (module
     doc); the normal ``sys.exit`` when another thread still runs or ``FEDGAME_FULL_EXIT``."""
     others = [t for t in threading.enumerate() if t is not threading.main_thread()]
-    if os.environ.get(FULL_EXIT_ENV) == "1" or any(t.is_alive() and not t.daemon for t in others):
-        sys.exit(code)
     # CPython's own step of its shutdown: the registered handlers, last registered first
-    atexit._run_exitfuncs()
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)
+    busy = any(t.is_alive() and not t.daemon for t in others)
+    if os.environ.get(FULL_EXIT_ENV) == "1" or busy or run_handlers is None:
+        sys.exit(code)
+    run_handlers()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (`list | head`)
             stream.flush()
