@@ -394,7 +394,7 @@ class BatchedLearner:
         loss_sum = torch.zeros(k, dtype=self.dtype, device=self.device)
         for lo in range(0, b, chunk):
             ic, wc = idx[:, lo : lo + chunk], w[:, lo : lo + chunk]
-            x, y = x_train[ic], y_train[ic]
+            x, y = gather_rows(x_train, ic), gather_rows(y_train, ic)
             if clip is None:
                 g, loss = self._mean_gradient(params, x, y, wc)
             else:
@@ -530,6 +530,15 @@ def shared_call_key(learner: BatchedLearner, spec: Any) -> str:
         sort_keys=True,
         default=str,
     )
+
+
+def gather_rows(table: Tensor, index: Tensor) -> Tensor:
+    """``table[index]`` for an integer ``index`` of any shape: the rows of ``table`` at
+    ``index``, shaped ``[*index.shape, *table.shape[1:]]``. The same values as advanced
+    indexing, which on CPU gathers element by element; ``index_select`` copies whole rows
+    (0.2 against 1.4 ms for 20 x 32 rows of 784 values on one thread)."""
+    rows = table.index_select(0, index.reshape(-1))
+    return rows.view(*index.shape, *table.shape[1:])
 
 
 def _sgd_step(param: Tensor, grad: Tensor, lr: float) -> Tensor:

@@ -16,6 +16,7 @@ from fedgame.learning.batched import (
     Batches,
     clip_scale,
     cross_entropy,
+    gather_rows,
     resolve_device,
 )
 from fedgame.learning.evaluate import accuracy_and_loss
@@ -352,3 +353,23 @@ def test_cuda_matches_cpu() -> None:
     torch.testing.assert_close(got.updates.cpu(), want.updates, rtol=1e-4, atol=1e-5)
     assert gpu.sample_batches([0, 2], round_index=0, generator=gen).indices.device.type == "cuda"
     assert gpu.evaluate()[0] == pytest.approx(cpu.evaluate()[0])
+
+
+@given(
+    rows=st.integers(1, 30),
+    index_shape=st.lists(st.integers(0, 5), min_size=1, max_size=3),
+    feature_shape=st.lists(st.integers(1, 4), max_size=3),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=40, deadline=None)
+def test_gather_rows_is_advanced_indexing(rows, index_shape, feature_shape, seed):
+    """``gather_rows(t, i)`` is ``t[i]``: values, dtype and shape, for float images and int
+    labels, any index shape (empty included) and non-contiguous index slices."""
+    g = torch.Generator().manual_seed(seed)
+    images = torch.randn((rows, *feature_shape), generator=g)
+    labels = torch.randint(0, 10, (rows,), generator=g)
+    index = torch.randint(0, rows, (*index_shape, 2), generator=g)[..., 0]  # a strided view
+    for table in (images, labels):
+        got, want = gather_rows(table, index), table[index]
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(got, want)
