@@ -81,6 +81,13 @@ def panels_for(rounds: pd.DataFrame) -> list[Panel]:
     return [p for p in PANELS if any(_has_data(rounds, c) for c, _ in p.columns)]
 
 
+def _skips(values: np.ndarray) -> bool:
+    """Whether a round before the last measured one has no value (``training.eval_every``):
+    its line then marks the measured rounds, whatever the number of rounds."""
+    finite = np.flatnonzero(np.isfinite(values))
+    return bool(finite.size and finite.size < finite[-1] + 1)
+
+
 def _points(x: list[int], values: np.ndarray) -> list[list[Any]]:
     return [[r, None if not math.isfinite(v) else round(float(v), 6)] for r, v in zip(x, values)]
 
@@ -105,7 +112,8 @@ def curve_options(
         )  # fmt: skip
         series = [
             {"type": "line", "name": name, "data": _points(x, clean[c]),
-             "showSymbol": len(x) < 40, "symbolSize": 6, "connectNulls": panel.joins,
+             "showSymbol": len(x) < 40 or (panel.joins and _skips(clean[c])),
+             "symbolSize": 6, "connectNulls": panel.joins,
              "lineStyle": {"width": 2 if len(panel.columns) == 1 or name == "mean" else 1.5},
              "color": PALETTE[j % len(PALETTE)], "animation": False}
             for j, (c, name) in enumerate(panel.columns) if c in clean

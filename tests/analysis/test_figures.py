@@ -145,6 +145,31 @@ def test_single_run_has_no_band_and_says_so():
     assert "one run" in fig.get_suptitle()
 
 
+def test_a_quantity_measured_every_few_rounds_is_drawn_with_dots_and_says_so():
+    """``training.eval_every``: the accuracy is NaN between measured rounds; the lines join
+    the measured rounds, each marked by a dot, and the title says what the dots are. A run
+    cut short (NaN only after its last value) and every-round columns get no dots."""
+    rounds = sweep_rounds({KEYS[0]: [20, 40]}, replicates=3, rounds=8)
+    every = figures.plot_lines(rounds, columns=["test_accuracy"], by=KEYS[:1], title="t")
+    assert all(line.get_marker() in ("None", None) for *_, line in _lines(every))
+    assert "dots" not in every.get_suptitle()
+    short = rounds.copy()
+    short.loc[
+        (short["run_id"] == short["run_id"].iloc[0]) & (short["round"] > 5), "test_accuracy"
+    ] = np.nan
+    assert not figures.measured_between(short, "test_accuracy")
+    sparse = rounds.copy()
+    sparse.loc[sparse["round"] % 3 != 0, "test_accuracy"] = np.nan  # measured at 3 and 6
+    assert figures.measured_between(sparse, "test_accuracy")
+    fig = figures.plot_lines(sparse, columns=["test_accuracy", "reward"], by=KEYS[:1], title="t")
+    for title, _, line in _lines(fig):
+        accuracy = title.startswith(figures.quantity("test_accuracy").name)
+        assert (line.get_marker() == "o") is accuracy
+        if accuracy:
+            np.testing.assert_array_equal(line.get_xdata(), [3, 6])
+    assert "dots: the rounds it was measured in" in fig.get_suptitle()
+
+
 def test_heatmap_cells_are_annotated_with_clipped_intervals():
     rounds = sweep_rounds({KEYS[0]: [20, 40], KEYS[1]: [5, 10]})
     per_run = rounds.groupby([*KEYS, "run_id"], as_index=False)["test_accuracy"].last()

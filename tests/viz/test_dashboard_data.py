@@ -141,6 +141,22 @@ def test_the_accuracy_line_joins_the_measured_rounds_other_lines_keep_their_gaps
     assert options["participants"]["series"][0]["connectNulls"] is False
 
 
+def test_a_line_measured_every_few_rounds_marks_its_points_at_any_length():
+    """Past 40 rounds lines drop their symbols, except one with unmeasured rounds before its
+    last value (``training.eval_every``), whose symbols show which rounds were measured."""
+    n = 60
+    every = np.linspace(0.1, 0.9, n)
+    sparse = np.where(np.arange(n) % 3 == 0, every, np.nan)
+    for values, marked in ((every, False), (sparse, True)):
+        rounds = pd.DataFrame({"round": range(n), "test_accuracy": values})
+        series = curve_options(rounds, rounds_planned=n)["test accuracy"]["series"][0]
+        assert series["showSymbol"] is marked
+    cut = pd.DataFrame(
+        {"round": range(n), "test_accuracy": np.where(np.arange(n) < 50, every, np.nan)}
+    )
+    assert curve_options(cut, rounds_planned=n)["test accuracy"]["series"][0]["showSymbol"] is False
+
+
 def test_a_replay_steps_through_the_recorded_rounds_and_stops(tiny, write_scenario, tmp_path):
     path = write_scenario(tiny)
     assert main(["run", str(path), "--quiet", "--out", str(tmp_path / "out")]) == 0
