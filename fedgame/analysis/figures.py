@@ -179,18 +179,20 @@ def plot_lines(
     counts = runs_per_point(rounds, enc.keys)
     subtitle, n_in_label = _n_text(counts, swept=bool(enc.keys))
     panels = enc.panels(rounds)
-    sparse = [c for c in present if measured_between(rounds, c)]
+    dotted = False  # some line marks the rounds its quantity was measured in
     fig, axes = new_figure(len(panels), len(present))
     for p, (row, (panel_title, frame)) in enumerate(zip(axes, panels)):
         for ax, column in zip(row, present):
             lines = list(enc.lines(frame))
             alpha = 0.2 if len(lines) <= 2 else 0.12 if len(lines) <= 4 else 0.07
-            dots = MEASURED_DOTS if column in sparse else {}
             for point, runs in lines:
                 label = enc.label(point)
                 if n_in_label:
                     label += f" (n={runs['run_id'].nunique()})"
-                style = {**enc.style(point), **dots}
+                sparse = column in EVALUATED and measured_between(runs, column)
+                dotted |= sparse
+                # the encoding's own markers, where it has them, mark every point already
+                style = {**(MEASURED_DOTS if sparse else {}), **enc.style(point)}
                 draw_band(ax, runs, column, label=label, style=style, alpha=alpha)
             q = quantity(column)
             names = [q.name] if len(present) > 1 else []
@@ -203,7 +205,7 @@ def plot_lines(
             _limit_to_range(ax, quantity(column))
     bands = len(present) == 1 and counts.max() >= MIN_BAND_RUNS
     bounds = _bounds_text(quantity(present[0])) if bands else ""
-    note = "; dots: the rounds it was measured in, lines join them" if sparse else ""
+    note = "; dots: the rounds it was measured in, lines join them" if dotted else ""
     fig.suptitle(f"{title}\n{subtitle}{bounds}{note}", fontsize="medium")
     _legend(fig, enc)
     return fig
@@ -211,18 +213,25 @@ def plot_lines(
 
 #: the line style of a quantity measured in some rounds only (``training.eval_every``)
 MEASURED_DOTS = {"marker": "o", "markersize": 3.5}
+#: the columns ``training.eval_every`` leaves NaN in the rounds between evaluations
+EVALUATED = ("test_accuracy", "test_loss")
 
 
 def measured_between(rounds: pd.DataFrame, column: str) -> bool:
     """Whether ``column`` is measured in some rounds only: NaN in a round that comes
-    before one where it is measured, in some run (``training.eval_every`` leaves the rounds
-    in between NaN). Rounds after a run's last value (a run cut short) do not count."""
+    before one where it is measured, in some run (and server, in a market's frame;
+    ``training.eval_every`` leaves the rounds in between NaN). Rounds after a run's last
+    value (a run cut short) do not count."""
     if column not in rounds or "round" not in rounds:
         return False
-    frame = rounds[["round", column]].assign(run=rounds.get("run_id", 0))
-    frame = frame.sort_values(["run", "round"])
+    keys = [k for k in ("run_id", "server") if k in rounds]
+    frame = rounds.sort_values([*keys, "round"])
     measured = frame[column].notna()
-    after_last = measured[::-1].groupby(frame["run"][::-1]).cummax()[::-1]
+    backwards = measured[::-1]
+    if keys:
+        after_last = backwards.groupby([frame[k][::-1] for k in keys], dropna=False).cummax()[::-1]
+    else:
+        after_last = backwards.cummax()[::-1]
     return bool((~measured & after_last).any())
 
 

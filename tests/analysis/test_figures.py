@@ -170,6 +170,34 @@ def test_a_quantity_measured_every_few_rounds_is_drawn_with_dots_and_says_so():
     assert "dots: the rounds it was measured in" in fig.get_suptitle()
 
 
+def test_measured_round_dots_keep_the_encodings_markers_and_skip_undefined_values():
+    """Where the encoding tells lines apart by marker, a sparse accuracy keeps those markers;
+    a column that is NaN for other reasons (not evaluated every few rounds) gets no dots;
+    in a market's frame each server's rows are a series of their own."""
+    grid = {"a.x": [1, 2], "b.y": [1, 2, 3, 4, 5, 6], "c.z": [1], "d.w": [1]}
+    rounds = sweep_rounds(grid, replicates=1)
+    rounds.loc[rounds["round"] % 2 == 1, "test_accuracy"] = np.nan
+    fig = figures.plot_lines(rounds, columns=["test_accuracy"], by=list(grid), title="t")
+    markers = [line.get_marker() for *_, line in _lines(fig)]
+    assert len(set(markers)) > 1 and "dots" in fig.get_suptitle()
+    other = sweep_rounds({KEYS[0]: [20]}, replicates=3)
+    other.loc[other["round"] % 2 == 1, "reward"] = np.nan  # undefined, not unmeasured
+    fig = figures.plot_lines(other, columns=["reward"], by=KEYS[:1], title="t")
+    assert all(line.get_marker() in ("None", None) for *_, line in _lines(fig))
+    assert "dots" not in fig.get_suptitle()
+    market = pd.DataFrame(
+        {
+            "run_id": "r",
+            "server": ["A", "B"] * 4,
+            "round": [1, 1, 2, 2, 3, 3, 4, 4],
+            "test_accuracy": [0.1, 0.1, 0.2, 0.2, 0.3, np.nan, 0.4, np.nan],  # B cut short
+        }
+    )
+    assert not figures.measured_between(market, "test_accuracy")
+    market.loc[4, "test_accuracy"] = np.nan  # A skips round 3, measures round 4
+    assert figures.measured_between(market, "test_accuracy")
+
+
 def test_heatmap_cells_are_annotated_with_clipped_intervals():
     rounds = sweep_rounds({KEYS[0]: [20, 40], KEYS[1]: [5, 10]})
     per_run = rounds.groupby([*KEYS, "run_id"], as_index=False)["test_accuracy"].last()

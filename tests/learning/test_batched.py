@@ -376,10 +376,10 @@ def test_gather_rows_is_advanced_indexing(rows, index_shape, feature_shape, seed
 
 
 def test_sgd_step_updates_in_place_only_tensors_it_owns() -> None:
-    """The step is ``param - lr * grad`` bit for bit in every layout; it writes in place
-    into a parameter and a gradient that own their memory (contiguous or transposed, as a
-    linear layer's weight gradient comes), and never into a view of a larger tensor or an
-    expanded one."""
+    """The step is ``param - lr * grad`` bit for bit in every layout. It writes in place
+    into a parameter that owns its memory, and scales in place a gradient that owns its
+    memory (contiguous or transposed, as a linear layer's weight gradient comes) and no
+    other parameter reads; never a view of a larger tensor, an expanded or overlapping one."""
     g = torch.Generator().manual_seed(3)
     param = torch.randn(4, 6, 5, generator=g)
     lr = 0.05
@@ -390,15 +390,72 @@ def test_sgd_step_updates_in_place_only_tensors_it_owns() -> None:
         "transposed": (transposed, True),
         "slice of a larger tensor": (base[:, :, :5], False),
         "expanded": (torch.randn(1, 6, 5, generator=g).expand(4, 6, 5), False),
+        "overlapping, the size of its storage": (
+            torch.randn(4 * 6 * 5, generator=g).as_strided((4, 6, 5), (30, 1, 5)),
+            False,
+        ),
     }
     for name, (grad, owned) in layouts.items():
         assert batched_mod._owns_dense(grad) is owned, name
         want = param - lr * grad
-        base_before = base.clone()
+        grad_before, base_before = grad.clone(), base.clone()
         mine = param.clone()
-        got = batched_mod._sgd_step(
-            mine, grad.clone(memory_format=torch.preserve_format) if owned else grad, lr
-        )
+        mine_grad = grad.clone(memory_format=torch.preserve_format) if owned else grad
+        got = batched_mod._sgd_step(mine, mine_grad, lr)
         assert torch.equal(got, want), name
-        assert (got.data_ptr() == mine.data_ptr()) is owned, name
+        assert got.data_ptr() == mine.data_ptr(), name  # the parameter is the step's own
         assert torch.equal(base, base_before), name
+        if owned:
+            assert torch.equal(mine_grad, lr * grad), name  # scaled in place
+        else:
+            assert torch.equal(grad, grad_before), name  # never written
+    # a gradient another parameter still reads is not scaled in place
+    shared = transposed.clone(memory_format=torch.preserve_format)
+    got = batched_mod._sgd_step(param.clone(), shared, lr, grad_shared=True)
+    assert torch.equal(got, param - lr * transposed) and torch.equal(shared, transposed)
+    # a parameter that is a view of a larger tensor is not written either
+    before = base.clone()
+    view = base[:, :, :5]
+    got = batched_mod._sgd_step(view, transposed.clone(), lr)
+    assert torch.equal(got, before[:, :, :5] - lr * transposed)
+    assert got.data_ptr() != view.data_ptr() and torch.equal(base, before)
+
+
+class TwinLinear(torch.nn.Module):
+    """A linear layer whose weight is the sum of two parameters: autograd hands both the
+    same gradient tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.empty(4, 64, device="meta"))
+        self.delta = torch.nn.Parameter(torch.empty(4, 64, device="meta"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x.flatten(1), self.weight + self.delta)
+
+
+def test_parameters_sharing_one_gradient_tensor_step_like_the_reference() -> None:
+    """Two parameters with one gradient tensor (a sum in the forward pass) each step by
+    lr times it: the in-place step never scales a gradient another parameter still reads."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((20, 1, 8, 8)).astype(np.float32)
+    y = rng.integers(0, 4, 20)
+    parts = [np.arange(10), np.arange(10, 20)]
+    module = TwinLinear()
+    params = init_parameters(module, generator=torch.Generator().manual_seed(0))
+    s = TrainingSettings(device="cpu", local_steps=2, batch_size=4, lr=0.5)
+    learner = BatchedLearner(
+        module, params=params, x_train=x, y_train=y, x_test=x, y_test=y,
+        client_indices=parts, settings=s,
+    )  # fmt: skip
+    batches = learner.sample_batches(
+        [0, 1], round_index=0, generator=torch.Generator().manual_seed(1)
+    )
+    got = learner.train(
+        [0, 1], round_index=0, generator=torch.Generator().manual_seed(2), batches=batches
+    )
+    want = sequential_train(
+        module, params=params, x_train=torch.from_numpy(x), y_train=torch.from_numpy(y),
+        client_indices=parts, client_ids=[0, 1], batches=batches, settings=s, round_index=0,
+    )  # fmt: skip
+    torch.testing.assert_close(got.updates, want.updates, rtol=1e-5, atol=1e-6)
