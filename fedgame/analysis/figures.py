@@ -205,7 +205,7 @@ def plot_lines(
             _limit_to_range(ax, quantity(column))
     bands = len(present) == 1 and counts.max() >= MIN_BAND_RUNS
     bounds = _bounds_text(quantity(present[0])) if bands else ""
-    note = "; dots: the rounds it was measured in, lines join them" if dotted else ""
+    note = "\ndots: the rounds it was measured in; lines join them" if dotted else ""
     fig.suptitle(f"{title}\n{subtitle}{bounds}{note}", fontsize="medium")
     _legend(fig, enc)
     return fig
