@@ -12,10 +12,17 @@ free port and times:
   round. Targets (issue 33): first page ≤ 5 s; a step ≤ 0.5 s over the simulation at 50
   clients, ≤ 1 s at 200.
 
+``--floor`` times the same first page of a bare Solara app instead: a page with nothing of
+fedgame, Mesa or torch in it, only the status text and an ECharts graph of the clients (no
+links), served as ``fedgame dashboard`` serves its page (:mod:`fedgame.viz.serve`: a bound
+socket, uvicorn, local assets, no compression). No dashboard built on Solara answers sooner on
+the machine, so it is the floor under the first-page target.
+
 Needs the viz extra, Playwright and a Chromium (``/usr/bin/chromium``)::
 
     python bench/dashboard.py                      # quickstart at 50 and 200 clients
     python bench/dashboard.py --clients 200 --set network.topology.kind=watts_strogatz
+    python bench/dashboard.py --floor --clients 50  # a bare Solara page, for comparison
 """
 
 from __future__ import annotations
@@ -55,6 +62,42 @@ def chromium() -> str:
     sys.exit("bench/dashboard.py: no Chromium found (apt-get install chromium, or set CHROMIUM)")
 
 
+#: the bare page of ``--floor`` (its module is written next to the log; ``{n}`` clients)
+FLOOR_PAGE = """import solara
+
+NODES = [{{"name": str(i), "x": i % 20, "y": i // 20}} for i in range({n})]
+
+
+@solara.component
+def Page():
+    solara.Text("round 0 of 30")
+    option = {{"series": [{{"type": "graph", "layout": "none", "data": NODES, "links": []}}]}}
+    solara.FigureEcharts(option=option, attributes={{"class": "fedgame-network-chart"}})
+"""
+
+#: serves ``floor_page:Page`` on the port in ``argv[1]`` as :func:`fedgame.viz.serve.serve` does
+FLOOR_SERVER = """import os, sys
+from fedgame.viz.serve import SOLARA_ENV, bind
+sock = bind("127.0.0.1", int(sys.argv[1]))
+os.environ.update(SOLARA_ENV, SOLARA_SERVER_HTTP_GZIP="false", SOLARA_APP="floor_page:Page")
+import solara.server.starlette, uvicorn
+from solara.server.app import ensure_apps_initialized
+ensure_apps_initialized()
+config = uvicorn.Config("solara.server.starlette:app", log_level="warning", access_log=False)
+uvicorn.Server(config).run(sockets=[sock])
+"""
+
+
+def start_floor(clients: int, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """The bare Solara page of ``--floor`` on ``port``, its output in ``log``."""
+    (log.parent / "floor_page.py").write_text(FLOOR_PAGE.format(n=clients))
+    args = [sys.executable, "-c", FLOOR_SERVER, str(port)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(log.parent), str(REPO)])}
+    return subprocess.Popen(
+        args, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=log.parent, env=env
+    )
+
+
 def start(scenario: str, sets: list[str], port: int, log: Path) -> subprocess.Popen[bytes]:
     """``fedgame dashboard`` on ``port``, its output in ``log``."""
     code = "import sys; from fedgame.cli import main; sys.exit(main())"
@@ -73,8 +116,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(browser, scenario: str, sets: list[str], steps: int, folder: Path) -> dict[str, float]:
-    """First-page time and per-step latencies of one dashboard."""
+def measure(
+    browser, scenario: str, sets: list[str], steps: int, folder: Path, *, floor: int = 0
+) -> dict[str, float]:
+    """First-page time and per-step latencies of one dashboard (with ``floor``: the first
+    page of the bare Solara page with that many clients, and no steps)."""
     from fedgame.viz.serve import bind
 
     sock = bind("127.0.0.1", 0)
@@ -82,7 +128,8 @@ def measure(browser, scenario: str, sets: list[str], steps: int, folder: Path) -
     sock.close()
     url = f"http://127.0.0.1:{port}/"
     t0 = time.perf_counter()
-    proc = start(scenario, sets, port, folder / f"dashboard-{port}.log")
+    log = folder / f"dashboard-{port}.log"
+    proc = start_floor(floor, port, log) if floor else start(scenario, sets, port, log)
     try:
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         while True:
@@ -91,7 +138,7 @@ def measure(browser, scenario: str, sets: list[str], steps: int, folder: Path) -
                 break
             except Exception:  # the server is not answering yet
                 if proc.poll() is not None or time.perf_counter() - t0 > LIMIT:
-                    raise RuntimeError((folder / f"dashboard-{port}.log").read_text()) from None
+                    raise RuntimeError(log.read_text()) from None
                 time.sleep(0.1)
         page.locator("text=/^round 0 of /").first.wait_for(timeout=LIMIT * 1000)
         page.wait_for_function(DRAWN, timeout=LIMIT * 1000)
@@ -99,7 +146,7 @@ def measure(browser, scenario: str, sets: list[str], steps: int, folder: Path) -
         cpu = cpu_seconds(proc.pid)
         over: list[float] = []
         total: list[float] = []
-        for n in range(1, steps + 1):
+        for n in range(1, 0 if floor else steps + 1):
             start_click = time.perf_counter()
             page.get_by_role("button", name="Step").click()
             status = page.locator(f"text=/^round {n} of /").first
@@ -118,8 +165,8 @@ def measure(browser, scenario: str, sets: list[str], steps: int, folder: Path) -
     return {
         "first": first,
         "cpu": cpu,
-        "step": statistics.median(total),
-        "over": statistics.median(over),
+        "step": statistics.median(total) if total else math.nan,
+        "over": statistics.median(over) if over else math.nan,
     }
 
 
@@ -130,6 +177,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[50, 200])
     parser.add_argument("--steps", type=int, default=5, help="steps timed per dashboard")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--floor", action="store_true", help="time a bare Solara page instead (module doc)"
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -139,7 +189,16 @@ def main() -> None:
                                     args=["--no-sandbox"])  # fmt: skip
         for n in args.clients:
             sets = [f"population.clients={n}", *args.sets]
-            got = measure(browser, str(Path(args.scenario).resolve()), sets, args.steps, Path(tmp))
+            scenario = str(Path(args.scenario).resolve())
+            if args.floor:
+                got = measure(browser, scenario, sets, 0, Path(tmp), floor=n)
+                print(
+                    f"{n:4d} clients, bare Solara page: first page {got['first']:.1f} s "
+                    f"({got['cpu']:.1f} s of CPU in the server's process)",
+                    flush=True,
+                )
+                continue
+            got = measure(browser, scenario, sets, args.steps, Path(tmp))
             print(
                 f"{n:4d} clients: first page {got['first']:.1f} s ({got['cpu']:.1f} s of CPU in "
                 f"the dashboard's process); step (median of "

@@ -15,7 +15,9 @@ first alternates), in fresh processes:
            the median time between the central evaluations.
 
 It prints each repeat, the medians, the ratios Flower / fedgame (end to end: target >= 10x;
-per round) and the load average before and after. This script installs nothing. Flower goes
+per round), the ceiling of the end-to-end ratio on this machine (Flower's wall over a process
+that only imports Mesa and torch plus fedgame's rounds: :func:`startup.floor_seconds`) and the
+load average before and after. This script installs nothing. Flower goes
 in a venv of its own, e.g.::
 
     python3 -m venv ~/flower-venv
@@ -40,7 +42,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from startup import bytecode_env, one_run  # bench/startup.py: fedgame's side
+from startup import FLOOR_CODE, bytecode_env, floor_seconds, one_run  # fedgame's side
 
 WORKLOAD = Path(__file__).resolve().parent / "flower_workload.py"
 
@@ -141,12 +143,19 @@ def main() -> None:
                 walls[side].append(r["wall"])
                 rounds[side].append(r["median_round"])
                 print(f"{i + 1:<8}{side:<9}{r['wall']:9.2f}{r['median_round']:16.4f}")
+        floor = floor_seconds(env)
     wf, wg = statistics.median(walls["flower"]), statistics.median(walls["fedgame"])
     rf, rg = statistics.median(rounds["flower"]), statistics.median(rounds["fedgame"])
     print(f"medians: Flower {version} {wf:.2f} s, {rf:.4f} s/round;", end=" ")
     print(f"fedgame {wg:.2f} s, {rg:.4f} s/round")
     print(f"end to end Flower/fedgame {wf / wg:6.1f}x   (target >= 10x)")
     print(f"per round  Flower/fedgame {rf / rg:6.1f}x")
+    best = floor + args.rounds * rg
+    print(
+        f"ceiling: fedgame's process takes at least {floor:.2f} s ({FLOOR_CODE!r} alone) + "
+        f"{args.rounds} x {rg:.4f} s of rounds = {best:.2f} s, so end to end cannot exceed "
+        f"{wf / best:.1f}x here"
+    )
     print(f"load average after {load()}")
 
 

@@ -10,7 +10,9 @@ time to the first round, its whole wall time and CPU time (user + system, less s
 other processes on a shared machine), their medians, the load average, and the import
 breakdown of one more run under ``python -X importtime``: cumulative time of each heavy
 library's first import, which module imported it, and the self time per top-level package.
-Target: 2.5 s to the first round on an idle machine.
+Target: 2.5 s to the first round on an idle machine. It also prints the floor: the median wall
+time of a fresh process that imports only Mesa and torch (:data:`FLOOR_CODE`), which no fedgame
+run can beat, and fedgame's own share of the first round above it.
 
 ``--flower``: ``scenarios/flower_style.yaml``: 100 clients, 20 per round, 5 local steps of 32,
 an MLP 784-64-10 on the full Fashion-MNIST, no DP, 30 rounds. Each repeat runs ``fedgame
@@ -48,6 +50,11 @@ REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "flower_style.yaml"
 QUICKSTART = REPO / "scenarios" / "quickstart.yaml"
 HEAVY = ("torch", "mesa", "pandas", "pyarrow", "networkx", "scipy", "pydantic", "numpy")
+
+#: what every fedgame run imports before its first round and nothing of fedgame: the learner's
+#: library and the agents' (Mesa brings pandas, networkx and scipy); it ends without the
+#: interpreter's teardown, as the ``fedgame`` command does (:mod:`fedgame.quick_exit`)
+FLOOR_CODE = "import os, mesa, torch; os._exit(0)"
 
 
 def bytecode_env(tmp: Path, env: dict[str, str] | None = None) -> dict[str, str]:
@@ -150,6 +157,12 @@ def first_round_main(repeats: int) -> None:
             f"{med['wall']:.2f} s wall, {med['cpu']:.2f} s CPU; load average now "
             f"{os.getloadavg()[0]:.2f}"
         )
+        floor = floor_seconds(env)
+        print(
+            f"floor: a fresh process that only runs {FLOOR_CODE!r} takes {floor:.2f} s "
+            f"(median of 3); fedgame's own share of the first round is "
+            f"{med['first'] - floor:.2f} s"
+        )
         import_breakdown(first_round(Path(tmp) / "out", env, importtime=True)["stderr"])
 
 
@@ -158,6 +171,12 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started
+
+
+def floor_seconds(env: dict[str, str], repeats: int = 3) -> float:
+    """Median wall seconds of a fresh interpreter running :data:`FLOOR_CODE` only: no fedgame
+    run can reach its first round sooner on this machine."""
+    return statistics.median(timed([sys.executable, "-c", FLOOR_CODE], env) for _ in range(repeats))
 
 
 def import_seconds(env: dict[str, str]) -> float:

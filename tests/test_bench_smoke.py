@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +123,21 @@ def test_round_speed_phases_prints_each_phase_and_the_bookkeeping():
     want += ["privatise", "upload", "aggregate", "settle", "collect"]
     assert phases == want
     assert lines[-1].startswith("bookkeeping (every phase but train and aggregate): ")
+
+
+def test_the_startup_floor_is_a_process_that_imports_mesa_and_torch_only():
+    """``floor_seconds`` times :data:`FLOOR_CODE` in fresh processes: it imports the two
+    libraries every run needs and nothing of fedgame, and ends without the teardown."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import startup
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    probe = startup.FLOOR_CODE.replace("os._exit(0)", "")
+    probe += "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] == 'fedgame'))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"  # nothing of fedgame
+    assert "import os, mesa, torch" in startup.FLOOR_CODE
+    seconds = startup.floor_seconds(dict(os.environ), repeats=1)
+    assert 0.0 < seconds < 120.0

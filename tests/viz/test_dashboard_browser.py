@@ -423,3 +423,23 @@ def test_a_market_steps_live_with_a_curve_per_server_and_replays_the_same(
     for title, drawn in live.items():
         assert _panel(replay, title) == drawn, title  # the replay draws what the live run did
     replay.screenshot(path=str(tmp_path / "dashboard-market-replay.png"), full_page=True)
+
+
+def test_the_dashboard_bench_times_a_bare_solara_page_as_its_floor():
+    """``bench/dashboard.py --floor`` serves a page with nothing of fedgame in it as the
+    dashboard serves its own, and prints how long Chromium took to show it."""
+    repo = Path(__file__).resolve().parents[2]
+    cmd = [sys.executable, "bench/dashboard.py", "--floor", "--clients", "5"]
+    proc = subprocess.run(
+        cmd, cwd=repo, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "CHROMIUM": CHROMIUM or ""},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.splitlines()[1]
+    found = re.fullmatch(
+        r"   5 clients, bare Solara page: first page ([\d.]+) s \(([\d.]+) s of CPU in the "
+        r"server's process\)",
+        line,
+    )
+    assert found, line
+    assert float(found[1]) > 0 and float(found[2]) > 0
