@@ -31,11 +31,17 @@ from torch.func import functional_call, vmap
 from fedgame.data.shards import as_shards
 from fedgame.errors import DivergenceError
 from fedgame.learning.device import device_name
-from fedgame.learning.evaluate import accuracy_and_loss, accuracy_and_loss_models, cross_entropy
+from fedgame.learning.evaluate import (
+    accuracy_and_loss,
+    accuracy_and_loss_models,
+    cross_entropy,
+    forward_rows,
+)
 from fedgame.learning.models import ParamLayout
 from fedgame.learning.settings import TrainingSettings
 
 _CHUNK_ELEMENTS = 1 << 24  # bound on K * samples * width held at once (per-sample grads)
+_UNSET = object()  # an attribute not worked out yet
 
 #: Where :meth:`BatchedLearner.train` calls made in this context go: None (the default) trains
 #: here; a lockstep batch of sweep runs (:mod:`fedgame.run.lockstep`) sets a route per run,
@@ -132,6 +138,7 @@ class BatchedLearner:
         self._sample_grads: Any = None  # built on first DP-SGD step (imports torch._dynamo)
         self._buffer: Tensor | None = None  # per-sample gradients [K, B, P], reused
         self._velocity: Tensor | None = None  # server momentum, after the first update
+        self._eval_rows: Any = _UNSET  # rows per evaluation forward pass, on first evaluate
 
     # -- losses seen by torch.func -------------------------------------------------------
     def _weighted_loss(self, params: dict[str, Tensor], x: Tensor, y: Tensor, w: Tensor) -> Tensor:
@@ -175,7 +182,11 @@ class BatchedLearner:
         """``(test accuracy, test loss)`` of the global model."""
         params = self.layout.unflatten(self._global)
         bs = self.settings.eval_batch_size
-        return accuracy_and_loss(self.module, params, self.x_test, self.y_test, batch_size=bs)
+        if self._eval_rows is _UNSET:  # once: the model and the test data stay
+            self._eval_rows = forward_rows(self.module, params, self.x_test)
+        return accuracy_and_loss(
+            self.module, params, self.x_test, self.y_test, batch_size=bs, rows=self._eval_rows
+        )
 
     def sample_batches(
         self,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -11,6 +13,50 @@ from torch.func import functional_call
 #: floor of the shifted logits z - max(z) before ``exp`` in evaluation: e^-80 ≈ 1.8e-35 is a
 #: normal float32, and a term that small cannot change a sum that is at least 1 (the max's own)
 EXP_FLOOR = -80.0
+
+
+#: rows per forward pass of a CPU evaluation of a model with hidden layers (:func:`forward_rows`)
+FORWARD_ROWS = 1024
+
+
+def hidden_activations(module: nn.Module, params: Mapping[str, Tensor], sample: Tensor) -> int:
+    """Values a model computes for one sample besides its input and its output: the sum of
+    its leaf modules' output sizes on ``sample`` (``[1, ...]``) less the input's and the
+    logits' (0 for a linear model on flat or flattened input; the hidden layers' widths for
+    an MLP; every feature map for a CNN)."""
+    seen = [0]
+
+    def count(_module: nn.Module, _inputs: Any, output: Any) -> None:
+        if isinstance(output, Tensor):
+            seen[0] += output.numel()
+
+    leaves = [m for m in module.modules() if next(m.children(), None) is None]
+    hooks = [leaf.register_forward_hook(count) for leaf in leaves]
+    try:
+        with torch.inference_mode():
+            logits = functional_call(module, dict(params), (sample,))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return max(0, seen[0] - sample.numel() - logits.numel())
+
+
+def forward_rows(module: nn.Module, params: Mapping[str, Tensor], x: Tensor) -> int | None:
+    """Rows per forward pass for :func:`accuracy_and_loss` on ``x``: :data:`FORWARD_ROWS` on
+    the CPU for a model with hidden layers (:func:`hidden_activations`), else None (one pass
+    per chunk of the batch size).
+
+    A chunk's hidden activations then stay in the CPU's caches: evaluating on 10,000
+    Fashion-MNIST images took 20 against 37 ms for the MLP 784-64-10, 1.6 against 2.5 s for
+    the CNN and 0.75 against 1.6 s for LeNet-5 (one thread, 2-core AMD EPYC), while a linear
+    model, with nothing in between, was slower in passes (14 against 11 ms). Each row's
+    logits are the same bits whatever the pass's row count, down to 4 rows here (passes are
+    at least ``FORWARD_ROWS / 2``; tested for every built-in model), so the tables do not
+    change.
+    """
+    if x.device.type != "cpu" or x.shape[0] <= FORWARD_ROWS:
+        return None
+    return FORWARD_ROWS if hidden_activations(module, params, x[:1]) > 0 else None
 
 
 def cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
@@ -42,6 +88,7 @@ def accuracy_and_loss(
     y: Tensor,
     *,
     batch_size: int,
+    rows: int | None = None,
 ) -> tuple[float, float]:
     """Accuracy and mean cross-entropy of ``module`` with ``params`` on ``(x, y)``.
 
@@ -50,7 +97,13 @@ def accuracy_and_loss(
         params: named parameters plugged in with ``functional_call``.
         x: inputs ``[n, ...]`` on the parameters' device.
         y: integer labels ``[n]``.
-        batch_size: samples per forward pass.
+        batch_size: samples per chunk: the loss and the count of correct predictions are
+            summed chunk by chunk.
+        rows: samples per forward pass within a chunk (None: the whole chunk; passes of
+            nearly equal size, at least ``rows / 2``), their logits written into one tensor
+            per chunk (:func:`forward_rows`): the sums, and so the results, are those of one
+            pass per chunk as long as each row's logits do not depend on the other rows of
+            its pass.
 
     Returns:
         ``(accuracy, loss)``; both NaN when ``x`` is empty.
@@ -61,7 +114,7 @@ def accuracy_and_loss(
     totals = torch.zeros(2, dtype=torch.float64, device=x.device)  # [loss sum, correct]
     params = dict(params)
     for lo in range(0, n, batch_size):
-        logits = functional_call(module, params, (x[lo : lo + batch_size],))
+        logits = _logits(module, params, x[lo : lo + batch_size], rows)
         yb = y[lo : lo + batch_size]
         if logits._base is not None:  # a view of the input or a parameter: work on a copy
             logits = logits.clone()
@@ -73,6 +126,24 @@ def accuracy_and_loss(
         totals += torch.stack([loss.double(), (predicted == yb).sum().double()])
     total_loss, correct = totals.tolist()  # one device sync per evaluation
     return correct / n, total_loss / n
+
+
+def _logits(module: nn.Module, params: dict[str, Tensor], x: Tensor, rows: int | None) -> Tensor:
+    """The logits of ``x`` in one tensor, computed in ``ceil(n / rows)`` passes of nearly
+    equal size (each at least ``rows / 2`` samples: a pass of a few rows would take another
+    path through the BLAS, a matrix-vector product for one row, and round differently)."""
+    n = int(x.shape[0])
+    if rows is None or rows >= n:
+        return functional_call(module, params, (x,))
+    bounds = [n * i // -(-n // rows) for i in range(-(-n // rows) + 1)]
+    out: Tensor | None = None
+    for lo, hi in itertools.pairwise(bounds):
+        logits = functional_call(module, params, (x[lo:hi],))
+        if out is None:
+            out = logits.new_empty((n, *logits.shape[1:]))
+        out[lo:hi] = logits
+    assert out is not None  # n > rows >= 1: at least two passes
+    return out
 
 
 @torch.inference_mode()
