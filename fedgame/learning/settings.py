@@ -65,12 +65,17 @@ class TrainingSettings(BaseModel):
         description="where the run trains: cpu, cuda (the current GPU), cuda:N (GPU N) or "
         "auto (cuda when a GPU is visible, else cpu); the manifest records the device used",
     )
-    #: test samples per forward pass when evaluating the global model each round (one pass
-    #: for the embedded datasets' test sets; lower it when a large model runs out of memory)
+    #: test samples per chunk when evaluating the global model each round: loss and correct
+    #: predictions are summed chunk by chunk (one chunk for the embedded datasets' test sets;
+    #: lower it when a large model runs out of memory). On the CPU a model with hidden layers
+    #: runs each chunk in forward passes of about 1024 samples, which changes no result
+    #: (:func:`fedgame.learning.evaluate.forward_rows`)
     eval_batch_size: PositiveInt = Field(
         default=16384,
-        description="test samples per forward pass when the global model is evaluated (lower "
-        "it when a large model runs out of memory)",
+        description="test samples per chunk when the global model is evaluated: the loss is "
+        "summed chunk by chunk (lower it when a large model runs out of memory; on the CPU a "
+        "model with hidden layers runs forward passes of about 1024 samples within a chunk, "
+        "with the same results)",
     )
     eval_every: PositiveInt = Field(
         default=1,
