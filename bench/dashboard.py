@@ -76,10 +76,16 @@ def Page():
 """
 
 #: serves ``floor_page:Page`` on the port in ``argv[1]`` as :func:`fedgame.viz.serve.serve` does
-FLOOR_SERVER = """import os, sys
-from fedgame.viz.serve import SOLARA_ENV, bind
-sock = bind("127.0.0.1", int(sys.argv[1]))
-os.environ.update(SOLARA_ENV, SOLARA_SERVER_HTTP_GZIP="false", SOLARA_APP="floor_page:Page")
+#: (its socket and Solara settings written out: the process imports nothing of fedgame)
+FLOOR_SERVER = """import os, socket, sys
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind(("127.0.0.1", int(sys.argv[1])))
+sock.listen(128)
+os.environ.update(
+    SOLARA_TELEMETRY_MIXPANEL_ENABLE="false", SOLARA_CHECK_HOOKS="off",
+    SOLARA_SERVER_HTTP_GZIP="false", SOLARA_APP="floor_page:Page",
+)
 import solara.server.starlette, uvicorn
 from solara.server.app import ensure_apps_initialized
 ensure_apps_initialized()
@@ -92,7 +98,7 @@ def start_floor(clients: int, port: int, log: Path) -> subprocess.Popen[bytes]:
     """The bare Solara page of ``--floor`` on ``port``, its output in ``log``."""
     (log.parent / "floor_page.py").write_text(FLOOR_PAGE.format(n=clients))
     args = [sys.executable, "-c", FLOOR_SERVER, str(port)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(log.parent), str(REPO)])}
+    env = {**os.environ, "PYTHONPATH": str(log.parent)}
     return subprocess.Popen(
         args, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=log.parent, env=env
     )

@@ -10,9 +10,10 @@ time to the first round, its whole wall time and CPU time (user + system, less s
 other processes on a shared machine), their medians, the load average, and the import
 breakdown of one more run under ``python -X importtime``: cumulative time of each heavy
 library's first import, which module imported it, and the self time per top-level package.
-Target: 2.5 s to the first round on an idle machine. It also prints the floor: the median wall
-time of a fresh process that imports only Mesa and torch (:data:`FLOOR_CODE`), which no fedgame
-run can beat, and fedgame's own share of the first round above it.
+Target: 2.5 s to the first round on an idle machine. It also prints the floor: the wall time
+of a fresh process that imports only Mesa and torch (:data:`FLOOR_CODE`), which no fedgame run
+can beat, one after each run (taking turns, so that load drift moves both), and the distance
+of the first round's median from the floor's.
 
 ``--flower``: ``scenarios/flower_style.yaml``: 100 clients, 20 per round, 5 local steps of 32,
 an MLP 784-64-10 on the full Fashion-MNIST, no DP, 30 rounds. Each repeat runs ``fedgame
@@ -142,13 +143,14 @@ def first_round_main(repeats: int) -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         env = bytecode_env(Path(tmp))
-        runs = []
-        for i in range(repeats):
+        runs, floors = [], []
+        for i in range(repeats):  # each run followed by a floor process, taking turns
             run = first_round(Path(tmp) / "out", env)
             runs.append(run)
+            floors.append(floor_seconds(env, repeats=1))
             print(
                 f"  {i + 1}: first round at {run['first']:.2f} s, process {run['wall']:.2f} s "
-                f"wall, {run['cpu']:.2f} s CPU",
+                f"wall, {run['cpu']:.2f} s CPU; floor process {floors[-1]:.2f} s",
                 flush=True,
             )
         med = {k: statistics.median(r[k] for r in runs) for k in ("first", "wall", "cpu")}
@@ -157,11 +159,11 @@ def first_round_main(repeats: int) -> None:
             f"{med['wall']:.2f} s wall, {med['cpu']:.2f} s CPU; load average now "
             f"{os.getloadavg()[0]:.2f}"
         )
-        floor = floor_seconds(env)
+        floor = statistics.median(floors)
         print(
-            f"floor: a fresh process that only runs {FLOOR_CODE!r} takes {floor:.2f} s "
-            f"(median of 3); fedgame's own share of the first round is "
-            f"{med['first'] - floor:.2f} s"
+            f"floor: a fresh process that only runs {FLOOR_CODE!r}: {min(floors):.2f}-"
+            f"{max(floors):.2f} s (median {floor:.2f} s); the first round's median is "
+            f"{med['first'] - floor:+.2f} s from it"
         )
         import_breakdown(first_round(Path(tmp) / "out", env, importtime=True)["stderr"])
 

@@ -32,16 +32,17 @@ from fedgame.data.shards import as_shards
 from fedgame.errors import DivergenceError
 from fedgame.learning.device import device_name
 from fedgame.learning.evaluate import (
+    FORWARD_ROWS,
     accuracy_and_loss,
     accuracy_and_loss_models,
     cross_entropy,
     forward_rows,
+    hidden_activations,
 )
 from fedgame.learning.models import ParamLayout
 from fedgame.learning.settings import TrainingSettings
 
 _CHUNK_ELEMENTS = 1 << 24  # bound on K * samples * width held at once (per-sample grads)
-_UNSET = object()  # an attribute not worked out yet
 
 #: Where :meth:`BatchedLearner.train` calls made in this context go: None (the default) trains
 #: here; a lockstep batch of sweep runs (:mod:`fedgame.run.lockstep`) sets a route per run,
@@ -138,7 +139,7 @@ class BatchedLearner:
         self._sample_grads: Any = None  # built on first DP-SGD step (imports torch._dynamo)
         self._buffer: Tensor | None = None  # per-sample gradients [K, B, P], reused
         self._velocity: Tensor | None = None  # server momentum, after the first update
-        self._eval_rows: Any = _UNSET  # rows per evaluation forward pass, on first evaluate
+        self._hidden: int | None = None  # activations per test sample, on first evaluate
 
     # -- losses seen by torch.func -------------------------------------------------------
     def _weighted_loss(self, params: dict[str, Tensor], x: Tensor, y: Tensor, w: Tensor) -> Tensor:
@@ -182,10 +183,12 @@ class BatchedLearner:
         """``(test accuracy, test loss)`` of the global model."""
         params = self.layout.unflatten(self._global)
         bs = self.settings.eval_batch_size
-        if self._eval_rows is _UNSET:  # once: the model and the test data stay
-            self._eval_rows = forward_rows(self.module, params, self.x_test)
+        if self._hidden is None:  # once: the architecture stays (0: one pass in any case)
+            many = self.x_test.shape[0] > FORWARD_ROWS
+            self._hidden = hidden_activations(self.module, params, self.x_test[:1]) if many else 0
+        rows = forward_rows(self.x_test, self._hidden)  # the threads may change between rounds
         return accuracy_and_loss(
-            self.module, params, self.x_test, self.y_test, batch_size=bs, rows=self._eval_rows
+            self.module, params, self.x_test, self.y_test, batch_size=bs, rows=rows
         )
 
     def sample_batches(

@@ -15,48 +15,55 @@ from torch.func import functional_call
 EXP_FLOOR = -80.0
 
 
-#: rows per forward pass of a CPU evaluation of a model with hidden layers (:func:`forward_rows`)
+#: rows per forward pass of a one-thread CPU evaluation of a model with hidden layers
+#: (:func:`forward_rows`)
 FORWARD_ROWS = 1024
 
 
 def hidden_activations(module: nn.Module, params: Mapping[str, Tensor], sample: Tensor) -> int:
-    """Values a model computes for one sample besides its input and its output: the sum of
-    its leaf modules' output sizes on ``sample`` (``[1, ...]``) less the input's and the
-    logits' (0 for a linear model on flat or flattened input; the hidden layers' widths for
-    an MLP; every feature map for a CNN)."""
-    seen = [0]
+    """Values a model computes for one sample (``[1, ...]``) besides its input and its
+    logits: the sizes of its leaf modules' outputs (tensors, or the tensors of a tuple), less
+    those that are views of the input (a flatten) and the logits themselves. 0 for a linear
+    model; the hidden layers' widths for an MLP; every feature map for a CNN."""
+    outputs: list[Tensor] = []
 
-    def count(_module: nn.Module, _inputs: Any, output: Any) -> None:
-        if isinstance(output, Tensor):
-            seen[0] += output.numel()
+    def keep(_module: nn.Module, _inputs: Any, output: Any) -> None:
+        found = output if isinstance(output, tuple | list) else (output,)
+        outputs.extend(t for t in found if isinstance(t, Tensor))
 
     leaves = [m for m in module.modules() if next(m.children(), None) is None]
-    hooks = [leaf.register_forward_hook(count) for leaf in leaves]
+    hooks = [leaf.register_forward_hook(keep) for leaf in leaves]
     try:
         with torch.inference_mode():
             logits = functional_call(module, dict(params), (sample,))
     finally:
         for hook in hooks:
             hook.remove()
-    return max(0, seen[0] - sample.numel() - logits.numel())
+    base = sample.untyped_storage().data_ptr()
+    return sum(
+        t.numel() for t in outputs if t is not logits and t.untyped_storage().data_ptr() != base
+    )
 
 
-def forward_rows(module: nn.Module, params: Mapping[str, Tensor], x: Tensor) -> int | None:
-    """Rows per forward pass for :func:`accuracy_and_loss` on ``x``: :data:`FORWARD_ROWS` on
-    the CPU for a model with hidden layers (:func:`hidden_activations`), else None (one pass
-    per chunk of the batch size).
+def forward_rows(x: Tensor, hidden: int) -> int | None:
+    """Rows per forward pass for :func:`accuracy_and_loss` on ``x`` for a model with
+    ``hidden`` activations per sample (:func:`hidden_activations`): :data:`FORWARD_ROWS` on
+    the CPU at one thread when ``hidden > 0`` and ``x`` has more rows, else None (one pass per
+    chunk of the batch size).
 
-    A chunk's hidden activations then stay in the CPU's caches: evaluating on 10,000
-    Fashion-MNIST images took 20 against 37 ms for the MLP 784-64-10, 1.6 against 2.5 s for
-    the CNN and 0.75 against 1.6 s for LeNet-5 (one thread, 2-core AMD EPYC), while a linear
-    model, with nothing in between, was slower in passes (14 against 11 ms). Each row's
-    logits are the same bits whatever the pass's row count, down to 4 rows here (passes are
-    at least ``FORWARD_ROWS / 2``; tested for every built-in model), so the tables do not
-    change.
+    A pass's hidden activations then stay in the CPU's caches: evaluating on 10,000
+    Fashion-MNIST-shaped images took 20 against 37 ms for the MLP 784-64-10, 1.6 against 2.5 s
+    for the CNN and 0.75 against 1.6 s for LeNet-5 (one thread, 2-core AMD EPYC), while a
+    linear model, with nothing in between, was slower in passes (14 against 11 ms). At two
+    threads on a busy machine passes were slower (each pass is a round of the thread pool's
+    synchronisation), so they are kept to one thread. Each row's logits are the same bits
+    whatever the pass's row count, down to 4 rows here (passes are at least
+    ``FORWARD_ROWS / 2``; tested for every built-in model), so the results do not change.
     """
-    if x.device.type != "cpu" or x.shape[0] <= FORWARD_ROWS:
+    one_thread = torch.get_num_threads() == 1
+    if hidden <= 0 or not one_thread or x.device.type != "cpu" or x.shape[0] <= FORWARD_ROWS:
         return None
-    return FORWARD_ROWS if hidden_activations(module, params, x[:1]) > 0 else None
+    return FORWARD_ROWS
 
 
 def cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
@@ -108,6 +115,8 @@ def accuracy_and_loss(
     Returns:
         ``(accuracy, loss)``; both NaN when ``x`` is empty.
     """
+    if rows is not None and rows < 1:
+        raise ValueError(f"rows must be at least 1 (or None), got {rows}")
     n = int(x.shape[0])
     if n == 0:
         return float("nan"), float("nan")
