@@ -84,7 +84,7 @@ sock.bind(("127.0.0.1", int(sys.argv[1])))
 sock.listen(128)
 os.environ.update(
     SOLARA_TELEMETRY_MIXPANEL_ENABLE="false", SOLARA_CHECK_HOOKS="off",
-    SOLARA_SERVER_HTTP_GZIP="false", SOLARA_APP="floor_page:Page",
+    SOLARA_THEME_SHOW_BANNER="false", SOLARA_SERVER_HTTP_GZIP="false", SOLARA_APP="floor_page:Page",
 )
 import solara.server.starlette, uvicorn
 from solara.server.app import ensure_apps_initialized

@@ -31,8 +31,13 @@ from fedgame.errors import ScenarioError
 CONFIG_ENV = "FEDGAME_DASHBOARD"
 #: top-level modules of the ``viz`` extra that load after the server has started (checked first)
 VIZ_MODULES = ("solara", "uvicorn", "altair", "matplotlib")
-#: Solara settings: no usage reporting, no warnings about Mesa's own components' hooks
-SOLARA_ENV = {"SOLARA_TELEMETRY_MIXPANEL_ENABLE": "false", "SOLARA_CHECK_HOOKS": "off"}
+#: Solara settings: no usage reporting, no warnings about Mesa's own components' hooks, no
+#: "This website runs on Solara" badge (pinned to the window's corner, it covered a chart title)
+SOLARA_ENV = {
+    "SOLARA_TELEMETRY_MIXPANEL_ENABLE": "false",
+    "SOLARA_CHECK_HOOKS": "off",
+    "SOLARA_THEME_SHOW_BANNER": "false",
+}
 
 
 def base_prefix_env() -> dict[str, str]:

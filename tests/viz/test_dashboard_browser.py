@@ -181,6 +181,7 @@ def test_stepping_a_live_scenario_updates_the_views_and_a_client_answers_hover_a
     assert before["counter"].startswith("round 0 of 30 · 20 clients")
     assert page.title() == "fedgame · quickstart"
     assert page.get_by_role("tab").count() == 0  # no "Page 0" tab
+    assert page.get_by_text("This website runs on").count() == 0  # no badge over the charts
     assert page.get_by_role("slider", name="γ (incentive)").count() == 0  # incentive: none
     assert _slider_value(page, "clients N") == "20"
     page.get_by_role("slider", name="clients N").focus()
