@@ -76,16 +76,13 @@ def Page():
 """
 
 #: serves ``floor_page:Page`` on the port in ``argv[1]`` as :func:`fedgame.viz.serve.serve` does
-#: (its socket and Solara settings written out: the process imports nothing of fedgame)
-FLOOR_SERVER = """import os, socket, sys
+#: (its socket written out, its Solara settings from the environment :func:`start_floor` gives
+#: it: the process imports nothing of fedgame)
+FLOOR_SERVER = """import socket, sys
 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 sock.bind(("127.0.0.1", int(sys.argv[1])))
 sock.listen(128)
-os.environ.update(
-    SOLARA_TELEMETRY_MIXPANEL_ENABLE="false", SOLARA_CHECK_HOOKS="off",
-    SOLARA_THEME_SHOW_BANNER="false", SOLARA_SERVER_HTTP_GZIP="false", SOLARA_APP="floor_page:Page",
-)
 import solara.server.starlette, uvicorn
 from solara.server.app import ensure_apps_initialized
 ensure_apps_initialized()
@@ -97,8 +94,11 @@ uvicorn.Server(config).run(sockets=[sock])
 def start_floor(clients: int, port: int, log: Path) -> subprocess.Popen[bytes]:
     """The bare Solara page of ``--floor`` on ``port``, its output in ``log``."""
     (log.parent / "floor_page.py").write_text(FLOOR_PAGE.format(n=clients))
+    from fedgame.viz.serve import SOLARA_ENV  # the dashboard's own Solara settings
+
     args = [sys.executable, "-c", FLOOR_SERVER, str(port)]
-    env = {**os.environ, "PYTHONPATH": str(log.parent)}
+    env = {**os.environ, **SOLARA_ENV, "PYTHONPATH": str(log.parent)}
+    env.update(SOLARA_SERVER_HTTP_GZIP="false", SOLARA_APP="floor_page:Page")
     return subprocess.Popen(
         args, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=log.parent, env=env
     )
